@@ -1,0 +1,98 @@
+"""The one typed settings object. Scrapy settings, the Celery config and Alembic derive from it.
+
+Every value comes from the environment (prefix `SLUICE_`, nested groups joined with `__`, e.g.
+`SLUICE_GATE__MIN_CHARS=800`) or from a `.env` file; there is no second source of truth.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+RenderPolicy = Literal["never", "auto", "always"]
+
+
+class GateSettings(BaseModel):
+    """The length gate: below `min_chars` is `under_limit`, above `max_chars` is `truncated`."""
+
+    min_chars: int = Field(1000, ge=0)
+    max_chars: int = Field(5000, ge=1)
+
+
+class FetchSettings(BaseModel):
+    """How the crawler fetches."""
+
+    timeout: float = Field(30.0, gt=0, description="Seconds for one download, in total.")
+    max_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest response body accepted.")
+    retries: int = Field(2, ge=0)
+    concurrency: int = Field(16, ge=1, description="Requests in flight per crawler process.")
+    per_site_concurrency: int = Field(4, ge=1)
+    per_site_delay: float = Field(0.0, ge=0, description="Seconds between requests to one site.")
+    obey_robots: bool = True
+    user_agent: str = "SluiceBot/0.1 (+https://example.invalid/sluice)"
+
+
+def _find_browser() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+class BrowserSettings(BaseModel):
+    """The headless browser used for pages that only render with JavaScript."""
+
+    path: str | None = Field(default_factory=_find_browser)
+    render: RenderPolicy = "auto"
+    max_pages: int = Field(4, ge=1, description="Pages rendering at once.")
+    navigation_timeout: float = Field(20.0, gt=0)
+
+
+class LLMSettings(BaseModel):
+    """The optional LLM tier: any OpenAI-compatible chat-completions endpoint."""
+
+    url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    timeout: float = Field(20.0, gt=0)
+    requests_per_minute: int = Field(60, ge=1)
+    uncertain_low: float = Field(0.35, ge=0, le=1)
+    uncertain_high: float = Field(0.65, ge=0, le=1)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url and self.model)
+
+
+class Settings(BaseSettings):
+    """All of Sluice's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SLUICE_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    database_url: str = "sqlite:///sluice.db"
+    redis_url: str | None = None
+    allow_private_networks: bool = False
+    extract_workers: int = Field(0, ge=0, description="Extraction processes; 0 = one per core.")
+    lease_seconds: int = Field(900, ge=1, description="How long a row may stay in flight.")
+    gate: GateSettings = GateSettings()
+    fetch: FetchSettings = FetchSettings()
+    browser: BrowserSettings = BrowserSettings()
+    llm: LLMSettings = LLMSettings()
+
+    @property
+    def embedded(self) -> bool:
+        """True when no Redis is configured: everything runs in one process."""
+        return not self.redis_url
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
