@@ -1,0 +1,1 @@
+"""Discovery: pure parsers that turn feeds, sitemaps and listing pages into article URLs."""
