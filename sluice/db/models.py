@@ -1,0 +1,115 @@
+"""Table definitions (SQLAlchemy Core). Alembic migrations create them; tests check they agree.
+
+`articles` is the table users query: one row per canonical URL, its status and the reason code.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from sluice.records import Status
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+TZDateTime = sa.DateTime(timezone=True)
+
+status_type = sa.Enum(
+    Status,
+    name="article_status",
+    values_callable=lambda enum: [member.value for member in enum],
+    create_constraint=True,
+    validate_strings=True,
+)
+
+articles = sa.Table(
+    "articles",
+    metadata,
+    sa.Column("url", sa.Text, primary_key=True, comment="Canonical URL, the row key."),
+    sa.Column("status", status_type, nullable=False, index=True),
+    sa.Column("reason", sa.Text, comment="Reason code for the status, e.g. http_404, too_short."),
+    sa.Column("http_status", sa.Integer),
+    sa.Column("final_url", sa.Text, comment="URL after redirects."),
+    sa.Column("rendered", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("title", sa.Text),
+    sa.Column("author", sa.Text),
+    sa.Column("published_at", TZDateTime),
+    sa.Column("language", sa.Text),
+    sa.Column("sitename", sa.Text),
+    sa.Column("text", sa.Text, comment="The full extracted text, never cut."),
+    sa.Column("content", sa.Text, comment="The gated text: at most max_chars, cut at a boundary."),
+    sa.Column("char_count", sa.Integer, comment="Characters in `text`."),
+    sa.Column("content_hash", sa.Text, comment="SHA-256 of `text`."),
+    sa.Column("page_type", sa.Text),
+    sa.Column("suitable", sa.Boolean),
+    sa.Column("suitability_reason", sa.Text),
+    sa.Column("suitability_score", sa.Float),
+    sa.Column("classified_by", sa.Text, comment="rules, model or llm."),
+    sa.Column("structure", sa.JSON, comment="Counts of paragraphs, links, ... in the main text."),
+    sa.Column("source", sa.Text, comment="The feed, file or queue the URL came from."),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("lease_until", TZDateTime, comment="In-flight rows past this are re-enqueued."),
+    sa.Column("discovered_at", TZDateTime, nullable=False),
+    sa.Column("fetched_at", TZDateTime),
+    sa.Column("updated_at", TZDateTime, nullable=False),
+)
+sa.Index("ix_articles_updated_at", articles.c.updated_at)
+sa.Index("ix_articles_source", articles.c.source)
+
+page_bodies = sa.Table(
+    "page_bodies",
+    metadata,
+    sa.Column("url", sa.Text, primary_key=True),
+    sa.Column("body", sa.LargeBinary, nullable=False, comment="The fetched HTML, zlib-compressed."),
+    sa.Column("encoding", sa.Text),
+    sa.Column("fetched_at", TZDateTime, nullable=False),
+    comment="Raw pages kept for classification and re-extraction without refetching.",
+)
+
+feeds = sa.Table(
+    "feeds",
+    metadata,
+    sa.Column("url", sa.Text, primary_key=True),
+    sa.Column("kind", sa.Text, comment="rss, atom, jsonfeed, sitemap, listing; null until seen."),
+    sa.Column("title", sa.Text),
+    sa.Column("interval_seconds", sa.Integer, nullable=False, server_default="3600"),
+    sa.Column("next_due_at", TZDateTime),
+    sa.Column("etag", sa.Text),
+    sa.Column("last_modified", sa.Text),
+    sa.Column("last_status", sa.Text, comment="ok, not_modified or a reason code."),
+    sa.Column("last_fetched_at", TZDateTime),
+    sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("entries_seen", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("render", sa.Text, comment="Per-feed render policy: never, auto, always."),
+    sa.Column("created_at", TZDateTime, nullable=False),
+)
+
+sites = sa.Table(
+    "sites",
+    metadata,
+    sa.Column("host", sa.Text, primary_key=True),
+    sa.Column("render_mode", sa.Text, comment="Learned: static or browser."),
+    sa.Column("render_policy", sa.Text, comment="Set by a user: never, auto, always."),
+    sa.Column("render_learned_at", TZDateTime),
+    sa.Column("listing_pattern", sa.Text, comment="Learned article-link path pattern."),
+    sa.Column("listing_pattern_at", TZDateTime),
+    sa.Column("pages_ok", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pages_failed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("updated_at", TZDateTime, nullable=False),
+)
+
+crawl_runs = sa.Table(
+    "crawl_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("started_at", TZDateTime, nullable=False),
+    sa.Column("finished_at", TZDateTime),
+    sa.Column("urls_discovered", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("counts", sa.JSON, comment="Rows by status at the end of the run."),
+)

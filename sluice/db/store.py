@@ -1,0 +1,134 @@
+"""The idempotent writes every stage uses. Each is keyed by URL, so replaying one is harmless.
+
+Rows are passed as execute parameters (not `.values(rows)`), so rows with different keys and
+both dialects share one code path.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from sluice.db.models import articles, page_bodies
+from sluice.records import Status
+
+Row = Mapping[str, Any]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _insert(conn: sa.Connection, table: sa.Table) -> Any:
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[Row],
+           keep: Iterable[str] = ()) -> None:
+    """Insert rows, or update the existing row with the same key. Columns in `keep` are
+    written on insert only (e.g. `discovered_at`)."""
+    if not rows:
+        return
+    keys = [column.name for column in table.primary_key.columns]
+    names = set().union(*(row.keys() for row in rows)) - set(keys) - set(keep)
+    for group in _group_by_keys(rows):
+        statement = _insert(conn, table)
+        columns = set(group[0].keys()) & names
+        update = {name: statement.excluded[name] for name in columns}
+        if update:
+            statement = statement.on_conflict_do_update(index_elements=keys, set_=update)
+        else:
+            statement = statement.on_conflict_do_nothing(index_elements=keys)
+        conn.execute(statement, list(group))
+
+
+def _group_by_keys(rows: Sequence[Row]) -> list[list[Row]]:
+    groups: dict[frozenset[str], list[Row]] = {}
+    for row in rows:
+        groups.setdefault(frozenset(row.keys()), []).append(row)
+    return list(groups.values())
+
+
+def record_discovered(conn: sa.Connection, urls: Iterable[str], source: str | None,
+                      lease_seconds: int) -> None:
+    """Give each newly discovered URL a `queued` row; a URL already stored keeps its row."""
+    now = utcnow()
+    lease = now + timedelta(seconds=lease_seconds)
+    rows = [{"url": url, "status": Status.QUEUED, "source": source, "discovered_at": now,
+             "updated_at": now, "lease_until": lease} for url in urls]
+    if not rows:
+        return
+    conn.execute(_insert(conn, articles).on_conflict_do_nothing(index_elements=["url"]), rows)
+
+
+def requeue(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
+    """Mark existing rows `queued` again (a refresh or a retry) with a fresh lease."""
+    now = utcnow()
+    conn.execute(
+        articles.update().where(articles.c.url.in_(urls)).values(
+            status=Status.QUEUED, lease_until=now + timedelta(seconds=lease_seconds),
+            updated_at=now))
+
+
+def store_outcomes(conn: sa.Connection, rows: Sequence[Row],
+                   bodies: Sequence[Row] = ()) -> None:
+    """Write fetch outcomes (and raw bodies) in one batch. Keeps each row's `discovered_at`."""
+    upsert(conn, articles, rows, keep=("discovered_at",))
+    upsert(conn, page_bodies, bodies)
+
+
+def body_row(url: str, body: bytes, encoding: str | None, fetched_at: datetime) -> dict[str, Any]:
+    return {"url": url, "body": zlib.compress(body, 3), "encoding": encoding,
+            "fetched_at": fetched_at}
+
+
+def read_body(conn: sa.Connection, url: str) -> tuple[bytes, str | None] | None:
+    row = conn.execute(sa.select(page_bodies.c.body, page_bodies.c.encoding)
+                       .where(page_bodies.c.url == url)).first()
+    if row is None:
+        return None
+    return zlib.decompress(row.body), row.encoding
+
+
+def record_verdict(conn: sa.Connection, url: str, values: Row) -> bool:
+    """Settle a `pending` row. Returns False when the row was no longer pending (idempotent)."""
+    result = conn.execute(
+        articles.update()
+        .where(articles.c.url == url, articles.c.status == Status.PENDING)
+        .values(**values, lease_until=None, updated_at=utcnow()))
+    return bool(result.rowcount)
+
+
+def counts_by_status(conn: sa.Connection, source: str | None = None) -> dict[str, int]:
+    query = sa.select(articles.c.status, sa.func.count()).group_by(articles.c.status)
+    if source is not None:
+        query = query.where(articles.c.source == source)
+    return {Status(status).value: count for status, count in conn.execute(query)}
+
+
+def counts_by_reason(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
+    query = (sa.select(articles.c.status, articles.c.reason, sa.func.count())
+             .group_by(articles.c.status, articles.c.reason)
+             .order_by(articles.c.status, sa.func.count().desc()))
+    return [(Status(status).value, reason, count) for status, reason, count in conn.execute(query)]
+
+
+def stale_in_flight(conn: sa.Connection, limit: int = 1000) -> list[tuple[str, Status]]:
+    """Rows `queued` or `pending` whose lease has expired: their worker or crawler is gone."""
+    query = (sa.select(articles.c.url, articles.c.status)
+             .where(articles.c.status.in_([Status.QUEUED, Status.PENDING]),
+                    articles.c.lease_until < utcnow())
+             .limit(limit))
+    return [(url, Status(status)) for url, status in conn.execute(query)]
+
+
+def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
+    conn.execute(articles.update().where(articles.c.url.in_(urls))
+                 .values(lease_until=utcnow() + timedelta(seconds=lease_seconds),
+                         attempts=articles.c.attempts + 1))

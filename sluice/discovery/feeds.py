@@ -1,0 +1,162 @@
+"""Feed parsing: RSS 0.9x/1.0/2.0, Atom and JSON Feed bodies into article entries.
+
+feedparser reads the XML kinds (and JSON Feed); this module resolves relative links against the
+feed's own URL, canonicalises them, drops duplicates and entries without a usable link.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urljoin
+
+import feedparser
+
+from sluice.errors import FeedError, InvalidURL
+from sluice.urls import canonicalize_url
+
+logger = logging.getLogger(__name__)
+
+MAX_FEED_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FeedEntry:
+    """One article a feed points to."""
+
+    url: str
+    title: str | None = None
+    published: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFeed:
+    """A feed's kind, title and entries (canonical, de-duplicated, in feed order)."""
+
+    kind: str
+    title: str | None
+    entries: tuple[FeedEntry, ...]
+    skipped: int = 0
+
+
+def looks_like_feed(body: bytes, content_type: str = "") -> bool:
+    """A cheap sniff: does this response look like a feed rather than an HTML page?"""
+    ctype = content_type.lower()
+    if any(kind in ctype for kind in ("rss", "atom", "feed+json", "/xml", "+xml")):
+        return True
+    head = body[:1024].lstrip().lower()
+    if head.startswith(b"{") and b"jsonfeed.org" in body[:4096].lower():
+        return True
+    return head.startswith(b"<?xml") and any(tag in head for tag in (b"<rss", b"<feed", b"<rdf"))
+
+
+def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed:
+    """Parse a feed body. Raises `FeedError` when it is not a feed at all."""
+    if len(body) > MAX_FEED_BYTES:
+        raise FeedError(f"feed larger than {MAX_FEED_BYTES} bytes", "too_large")
+    if _is_json_feed(body, content_type):
+        return _parse_json_feed(body, feed_url)
+    headers = {"content-location": feed_url}
+    if content_type:
+        headers["content-type"] = content_type
+    parsed = feedparser.parse(body, response_headers=headers, resolve_relative_uris=True,
+                              sanitize_html=False)
+    version = str(parsed.get("version") or "")
+    if not version and not parsed.entries:
+        detail = parsed.get("bozo_exception")
+        raise FeedError(f"not a feed ({detail or 'no entries and no feed version'})")
+    entries, skipped = _collect_entries(parsed.entries, feed_url)
+    title = parsed.feed.get("title") or None
+    return ParsedFeed(kind=_kind_of(version), title=title, entries=entries, skipped=skipped)
+
+
+def _is_json_feed(body: bytes, content_type: str) -> bool:
+    return "json" in content_type.lower() or body[:64].lstrip().startswith(b"{")
+
+
+def _parse_json_feed(body: bytes, feed_url: str) -> ParsedFeed:
+    """JSON Feed 1.0/1.1 (feedparser reads only the XML kinds)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FeedError(f"malformed JSON feed: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise FeedError("JSON document is not a JSON Feed (no 'items' list)")
+    raw_entries = [
+        {"link": item.get("url") or item.get("external_url"), "title": item.get("title"),
+         "id": item.get("id"), "published_parsed": _iso_struct(item.get("date_published"))}
+        for item in document["items"] if isinstance(item, dict)
+    ]
+    entries, skipped = _collect_entries(raw_entries, feed_url)
+    title = document.get("title") if isinstance(document.get("title"), str) else None
+    return ParsedFeed(kind="jsonfeed", title=title, entries=entries, skipped=skipped)
+
+
+def _iso_struct(value: object) -> time.struct_time | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).utctimetuple()
+    except ValueError:
+        return None
+
+
+def _kind_of(version: str) -> str:
+    if version.startswith("atom"):
+        return "atom"
+    if version.startswith("json"):
+        return "jsonfeed"
+    if version.startswith("rss") or version.startswith("cdf"):
+        return "rss"
+    return "feed"
+
+
+def _collect_entries(raw_entries: list[Any], feed_url: str) -> tuple[tuple[FeedEntry, ...], int]:
+    seen: set[str] = set()
+    entries: list[FeedEntry] = []
+    skipped = 0
+    for raw in raw_entries:
+        url = _entry_url(raw, feed_url)
+        if url is None:
+            skipped += 1
+            continue
+        if url in seen:
+            continue
+        seen.add(url)
+        entries.append(FeedEntry(url=url, title=raw.get("title") or None,
+                                 published=_entry_date(raw)))
+    if skipped:
+        logger.info("feed %s: %d entries without a usable link skipped", feed_url, skipped)
+    return tuple(entries), skipped
+
+
+def _entry_url(raw: Any, feed_url: str) -> str | None:
+    candidates = [raw.get("link")]
+    candidates += [link.get("href") for link in raw.get("links", []) if link.get("rel") in
+                   (None, "alternate")]
+    guid = raw.get("id")
+    if raw.get("guidislink") or (isinstance(guid, str) and guid.startswith("http")):
+        candidates.append(guid)
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            return canonicalize_url(urljoin(feed_url, str(candidate).strip()))
+        except InvalidURL:
+            continue
+    return None
+
+
+def _entry_date(raw: Any) -> datetime | None:
+    struct: time.struct_time | None = raw.get("published_parsed") or raw.get("updated_parsed")
+    if struct is None:
+        return None
+    try:
+        return datetime.fromtimestamp(calendar.timegm(struct), tz=UTC)
+    except (OverflowError, ValueError):
+        return None

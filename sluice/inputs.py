@@ -1,0 +1,93 @@
+"""Reading URL lists (feed lists, ingest files): bad lines are reported, none aborts a batch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.errors import InvalidURL
+from sluice.urls import canonicalize_url
+
+
+@dataclass(frozen=True, slots=True)
+class ListedURL:
+    """A URL read from line `line` of an input, canonicalised, with per-URL options."""
+
+    url: str
+    line: int
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class InputProblem:
+    """A line that was not used, and why (`invalid_url`, `unsupported_scheme`, `duplicate`, ...)."""
+
+    line: int
+    text: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class URLList:
+    urls: tuple[ListedURL, ...]
+    problems: tuple[InputProblem, ...]
+
+
+def read_url_list(lines: Iterable[str | bytes]) -> URLList:
+    """Read one URL per line (or a JSON object with a `url` key); `#` starts a comment."""
+    urls: list[ListedURL] = []
+    problems: list[InputProblem] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(lines, start=1):
+        text = _decode(raw).strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            listed = _parse_line(text, number)
+        except InvalidURL as exc:
+            problems.append(InputProblem(number, text[:200], exc.reason, str(exc)))
+            continue
+        if listed.url in seen:
+            problems.append(InputProblem(number, text[:200], "duplicate", "duplicate URL"))
+            continue
+        seen.add(listed.url)
+        urls.append(listed)
+    return URLList(tuple(urls), tuple(problems))
+
+
+def iter_lines(path: str) -> Iterator[bytes]:
+    """The raw lines of a file, or of standard input for `-`."""
+    if path == "-":
+        yield from sys.stdin.buffer
+        return
+    with open(path, "rb") as handle:
+        yield from handle
+
+
+def _decode(raw: str | bytes) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # A URL is ASCII once encoded; a line that is not UTF-8 is most likely Latin-1.
+        return raw.decode("latin-1")
+
+
+def _parse_line(text: str, number: int) -> ListedURL:
+    if text.startswith("{"):
+        try:
+            record = json.loads(text)
+        except ValueError:
+            raise InvalidURL("line is not valid JSON", "invalid_json") from None
+        if not isinstance(record, dict) or not isinstance(record.get("url"), str):
+            raise InvalidURL("JSON line has no string 'url'", "invalid_json")
+        options = {key: value for key, value in record.items() if key != "url"}
+        return ListedURL(canonicalize_url(record["url"]), number, options)
+    if any(char.isspace() for char in text):
+        text = text.split()[0]
+    return ListedURL(canonicalize_url(text), number)

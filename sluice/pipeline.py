@@ -1,0 +1,133 @@
+"""The page pipeline as plain functions: fetched page -> extraction -> gate -> (verdict) -> row.
+
+The crawler runs `process_page` in a process pool (CPU-bound work stays off the reactor); the
+Celery task runs `classify_stored`. Both build their rows here, so the two paths cannot drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from sluice.classification import classify_page
+from sluice.db import store
+from sluice.db.models import articles
+from sluice.extraction import extract
+from sluice.gate import GateOptions, gate_length, settle_status
+from sluice.records import Extraction, FetchedPage, GateResult, Status, Verdict
+
+STRUCTURE_FIELDS = ("n_paragraphs", "n_list_items", "n_headings", "n_links", "link_chars",
+                    "n_table_cells")
+
+
+@dataclass(frozen=True, slots=True)
+class PageOutcome:
+    """What the pipeline decided for one fetched page."""
+
+    page: FetchedPage
+    extraction: Extraction
+    gate: GateResult
+    options: GateOptions
+    verdict: Verdict | None = None
+
+    @property
+    def status_and_reason(self) -> tuple[Status, str | None]:
+        if self.verdict is None:
+            return self.gate.status, self.gate.reason
+        return settle_status(self.gate.n_chars, self.verdict, self.options)
+
+
+def decode_body(body: bytes, encoding: str | None) -> str | bytes:
+    """Decode with the charset the crawler found; without one, let extraction detect it."""
+    if not encoding:
+        return body
+    try:
+        return body.decode(encoding)
+    except (LookupError, UnicodeDecodeError):
+        return body
+
+
+def process_page(page: FetchedPage, gate: GateOptions, classify: bool) -> PageOutcome:
+    """Extract and gate one page; with `classify`, settle it too (the embedded path)."""
+    html = decode_body(page.body, page.encoding)
+    extraction = extract(html, url=page.final_url or page.url)
+    result = gate_length(extraction.text, gate)
+    verdict = None
+    if classify and result.status is Status.PENDING:
+        verdict = classify_page(html, page.final_url or page.url, extraction)
+    return PageOutcome(page, extraction, result, gate, verdict)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def outcome_row(outcome: PageOutcome, lease_until: datetime | None) -> dict[str, Any]:
+    """The `articles` row for a processed page."""
+    page, extraction, gate = outcome.page, outcome.extraction, outcome.gate
+    now = store.utcnow()
+    row: dict[str, Any] = {
+        "url": page.url, "status": gate.status, "reason": gate.reason,
+        "http_status": page.http_status, "final_url": page.final_url, "rendered": page.rendered,
+        "title": extraction.title, "author": extraction.author,
+        "published_at": extraction.published, "language": extraction.language,
+        "sitename": extraction.sitename, "text": extraction.text, "content": gate.content,
+        "char_count": gate.n_chars, "content_hash": content_hash(extraction.text),
+        "structure": {name: getattr(extraction, name) for name in STRUCTURE_FIELDS},
+        "source": page.source, "discovered_at": now, "fetched_at": page.fetched_at or now,
+        "updated_at": now, "lease_until": lease_until if gate.status is Status.PENDING else None,
+        "page_type": None, "suitable": None, "suitability_reason": None,
+        "suitability_score": None, "classified_by": None,
+    }
+    if outcome.verdict is not None:
+        status, reason = outcome.status_and_reason
+        row.update(status=status, reason=reason, lease_until=None,
+                   **verdict_values(outcome.verdict))
+    return row
+
+
+def failure_row(url: str, reason: str, source: str | None, http_status: int | None = None,
+                final_url: str | None = None, rendered: bool = False) -> dict[str, Any]:
+    """The `articles` row for a URL that could not be fetched (or was refused)."""
+    now = store.utcnow()
+    return {"url": url, "status": Status.FETCH_FAILED, "reason": reason,
+            "http_status": http_status, "final_url": final_url, "rendered": rendered,
+            "source": source, "discovered_at": now, "fetched_at": now, "updated_at": now,
+            "lease_until": None}
+
+
+def verdict_values(verdict: Verdict) -> dict[str, Any]:
+    return {"page_type": verdict.page_type, "suitable": verdict.suitable,
+            "suitability_reason": verdict.reason, "suitability_score": verdict.score,
+            "classified_by": verdict.classified_by}
+
+
+def extraction_from_row(row: sa.Row[Any]) -> Extraction:
+    """Rebuild the extraction a stored row came from, so classifying never re-extracts."""
+    structure = row.structure or {}
+    return Extraction(text=row.text or "", title=row.title, author=row.author,
+                      published=row.published_at, language=row.language, sitename=row.sitename,
+                      **{name: int(structure.get(name, 0)) for name in STRUCTURE_FIELDS})
+
+
+def classify_stored(engine: sa.Engine, url: str, gate: GateOptions) -> Status | None:
+    """Classify a stored `pending` row and settle it. Returns the new status, or None when the
+    row is not pending any more (already classified: a redelivered task is a no-op)."""
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(articles).where(
+            articles.c.url == url, articles.c.status == Status.PENDING)).first()
+        body = store.read_body(conn, url) if row is not None else None
+    if row is None:
+        return None
+    html = decode_body(*body) if body is not None else (row.text or "")
+    verdict = classify_page(html, row.final_url or url, extraction_from_row(row))
+    status, reason = settle_status(row.char_count or 0, verdict, gate)
+    with engine.begin() as conn:
+        settled = store.record_verdict(conn, url, {"status": status, "reason": reason,
+                                                   **verdict_values(verdict)})
+    return status if settled else None
+
