@@ -1,0 +1,1 @@
+"""Alembic migrations for both SQLite (embedded) and Postgres."""

@@ -1,0 +1,41 @@
+"""Alembic environment: the URL comes from Sluice's settings unless a caller set one."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from sluice.config import get_settings
+from sluice.db import make_engine, metadata
+
+config = context.config
+
+
+def database_url() -> str:
+    return config.attributes.get("database_url") or get_settings().database_url
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=database_url(), target_metadata=metadata, literal_binds=True, render_as_batch=True
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    engine = make_engine(database_url())
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()
