@@ -132,3 +132,24 @@ def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) ->
     conn.execute(articles.update().where(articles.c.url.in_(urls))
                  .values(lease_until=utcnow() + timedelta(seconds=lease_seconds),
                          attempts=articles.c.attempts + 1))
+
+
+def record_feed_result(conn: sa.Connection, url: str, status: str, kind: str | None,
+                       title: str | None, entries: int) -> None:
+    """Remember what happened to a feed: its kind, last status, and its run of failures."""
+    from sluice.db.models import feeds
+
+    now = utcnow()
+    failed = status not in ("ok", "not_modified")
+    statement = _insert(conn, feeds).values(
+        url=url, kind=kind, title=title, last_status=status, last_fetched_at=now,
+        entries_seen=entries, consecutive_failures=int(failed), created_at=now)
+    excluded = statement.excluded
+    statement = statement.on_conflict_do_update(index_elements=["url"], set_={
+        "kind": sa.func.coalesce(excluded.kind, feeds.c.kind),
+        "title": sa.func.coalesce(excluded.title, feeds.c.title),
+        "last_status": excluded.last_status, "last_fetched_at": excluded.last_fetched_at,
+        "entries_seen": excluded.entries_seen,
+        "consecutive_failures": (feeds.c.consecutive_failures + 1) if failed else 0,
+    })
+    conn.execute(statement)

@@ -1,0 +1,1 @@
+"""Item pipelines: extract (in a process pool, gate included) then store (batched upserts)."""

@@ -1,0 +1,79 @@
+"""Extract and gate each page in a pool of worker processes, off the reactor thread.
+
+Embedded crawls also classify in the pool, so a page is stored once, in its final status;
+distributed crawls leave classification to the Celery workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Self
+
+from scrapy.crawler import Crawler
+
+from crawler.items import FailureItem, PageItem
+from sluice.config import Settings, get_settings
+from sluice.gate import GateOptions
+from sluice.pipeline import process_page
+
+logger = logging.getLogger(__name__)
+
+
+def _warm_up() -> None:
+    """Import the heavy modules once per worker process, not on its first page."""
+    import sluice.classification  # noqa: F401
+    import sluice.extraction  # noqa: F401
+
+
+class ExtractPipeline:
+    def __init__(self, crawler: Crawler, settings: Settings) -> None:
+        self.crawler = crawler
+        self.gate = GateOptions(settings.gate.min_chars, settings.gate.max_chars)
+        self.classify_inline = settings.embedded
+        self.workers = settings.extract_workers or os.cpu_count() or 1
+        self.pool: ProcessPoolExecutor | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, crawler.settings.get("SLUICE_SETTINGS") or get_settings())
+
+    def open_spider(self) -> None:
+        self.pool = self._new_pool()
+
+    def close_spider(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, PageItem):
+            return item
+        try:
+            item.outcome = await self._run(item)
+        except BrokenProcessPool:
+            # A worker died (out of memory, a crash in a C extension): the page still gets a
+            # row, and the next page gets a fresh pool.
+            logger.error("extraction worker died on %s; restarting the pool", item.page.url)
+            self.pool = self._new_pool()
+            return self._failed(item, "extract_crashed")
+        self.crawler.stats.inc_value(f"sluice/status/{item.outcome.status_and_reason[0].value}")
+        return item
+
+    async def _run(self, item: PageItem) -> Any:
+        assert self.pool is not None
+        future = self.pool.submit(process_page, item.page, self.gate, self.classify_inline)
+        return await asyncio.wrap_future(future)
+
+    def _failed(self, item: PageItem, reason: str) -> FailureItem:
+        self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")
+        page = item.page
+        return FailureItem(page.url, reason, page.source, page.http_status, page.final_url)
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["sluice.pipeline"])
+        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up)

@@ -1,0 +1,107 @@
+"""Store items in batches (idempotent upserts), then enqueue classification after the commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, Self
+
+from scrapy.crawler import Crawler
+
+from crawler.items import DiscoveredItem, FailureItem, FeedResultItem, PageItem
+from sluice.config import Settings, get_settings
+from sluice.db import make_engine, store
+from sluice.pipeline import failure_row, outcome_row
+from sluice.records import Status
+
+logger = logging.getLogger(__name__)
+
+Enqueue = Callable[[Sequence[str]], None]
+
+
+def celery_enqueue(urls: Sequence[str]) -> None:
+    """Hand pending URLs to the Celery workers (distributed mode)."""
+    from workers.tasks import classify_batch
+
+    for start in range(0, len(urls), 10):
+        classify_batch.delay(list(urls[start:start + 10]))
+
+
+class StorePipeline:
+    batch_size = 50
+    flush_seconds = 1.0
+
+    def __init__(self, settings: Settings, enqueue: Enqueue | None) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.database_url)
+        self.enqueue = enqueue
+        self.pending: list[Any] = []
+        self.last_flush = time.monotonic()
+        self.lock = asyncio.Lock()
+        self.ticker: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings: Settings = crawler.settings.get("SLUICE_SETTINGS") or get_settings()
+        return cls(settings, None if settings.embedded else celery_enqueue)
+
+    async def open_spider(self) -> None:
+        self.ticker = asyncio.ensure_future(self._flush_periodically())
+
+    async def close_spider(self) -> None:
+        if self.ticker is not None:
+            self.ticker.cancel()
+        await self.flush()
+        self.engine.dispose()
+
+    async def process_item(self, item: Any) -> Any:
+        self.pending.append(item)
+        if len(self.pending) >= self.batch_size:
+            await self.flush()
+        return item
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_seconds)
+            if self.pending and time.monotonic() - self.last_flush >= self.flush_seconds:
+                await self.flush()
+
+    async def flush(self) -> None:
+        async with self.lock:
+            items, self.pending = self.pending, []
+            self.last_flush = time.monotonic()
+            if not items:
+                return
+            pending_urls = await asyncio.to_thread(self._write, items)
+        if pending_urls and self.enqueue is not None:
+            await asyncio.to_thread(self.enqueue, pending_urls)
+
+    def _write(self, items: Sequence[Any]) -> list[str]:
+        """One transaction for the whole batch. Returns the URLs now waiting to be classified."""
+        lease = store.utcnow() + timedelta(seconds=self.settings.lease_seconds)
+        rows, bodies, pending = [], [], []
+        with self.engine.begin() as conn:
+            for item in items:
+                if isinstance(item, DiscoveredItem):
+                    store.record_discovered(conn, item.urls, item.source,
+                                            self.settings.lease_seconds)
+                elif isinstance(item, FeedResultItem):
+                    store.record_feed_result(conn, item.url, item.status, item.kind, item.title,
+                                             item.entries)
+                elif isinstance(item, FailureItem):
+                    rows.append(failure_row(item.url, item.reason, item.source, item.http_status,
+                                            item.final_url))
+                elif isinstance(item, PageItem) and item.outcome is not None:
+                    row = outcome_row(item.outcome, lease)
+                    rows.append(row)
+                    if row["status"] is Status.PENDING:
+                        pending.append(row["url"])
+                        page = item.page
+                        bodies.append(store.body_row(page.url, page.body, page.encoding,
+                                                     row["fetched_at"]))
+            store.store_outcomes(conn, rows, bodies)
+        return pending
+

@@ -1,0 +1,1 @@
+"""Sluice's spiders."""

@@ -1,0 +1,145 @@
+"""The `sluice` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sluice.config import get_settings
+from sluice.db import make_engine, store
+from sluice.db.migrate import upgrade
+from sluice.inputs import URLList, iter_lines, read_url_list
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    return int(args.handler(args) or 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sluice", description="Feeds in, articles out.")
+    commands = parser.add_subparsers(title="commands")
+
+    crawl = commands.add_parser("crawl", help="crawl feeds once (a feed-list file or URLs)")
+    crawl.add_argument("sources", nargs="+", metavar="FEEDS_FILE|URL")
+    crawl.set_defaults(handler=cmd_crawl)
+
+    status = commands.add_parser("status", help="rows by status and reason")
+    status.set_defaults(handler=cmd_status)
+
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(title="db commands")
+    db_upgrade = db_commands.add_parser("upgrade", help="apply migrations")
+    db_upgrade.set_defaults(handler=cmd_db_upgrade)
+
+    demo = commands.add_parser("demo", help="crawl the bundled demo site into the database")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def read_sources(sources: Sequence[str]) -> URLList:
+    """Feed URLs from files (one a line) and from URLs given directly."""
+    lines: list[str | bytes] = []
+    for source in sources:
+        if source == "-" or Path(source).is_file():
+            lines.extend(iter_lines(source))
+        else:
+            lines.append(source)
+    return read_url_list(lines)
+
+
+def report_problems(listed: URLList) -> None:
+    for problem in listed.problems:
+        err_console.print(f"line {problem.line}: {problem.reason}: {problem.message} "
+                          f"({problem.text[:80]!r})", markup=False, highlight=False)
+
+
+def cmd_crawl(args: argparse.Namespace) -> int:
+    listed = read_sources(args.sources)
+    report_problems(listed)
+    if not listed.urls:
+        err_console.print("no valid feed URLs to crawl")
+        return 2
+    return crawl_feeds([item.url for item in listed.urls], source=" ".join(args.sources))
+
+
+def crawl_feeds(feed_urls: Sequence[str], source: str,
+                env: Mapping[str, str] | None = None) -> int:
+    from sluice.crawl import run_crawl
+
+    settings = get_settings()
+    upgrade(settings.database_url)
+    live = Live(_counts_table({}, 0.0), console=console, transient=True,
+                auto_refresh=False) if console.is_terminal else None
+
+    def progress(counts: Mapping[str, int], seconds: float) -> None:
+        if live is not None:
+            live.update(_counts_table(counts, seconds), refresh=True)
+
+    if live is not None:
+        live.start()
+    try:
+        report = run_crawl(feed_urls, settings, source, env=env, progress=progress)
+    finally:
+        if live is not None:
+            live.stop()
+    console.print(_counts_table(report.counts, report.seconds))
+    return report.exit_code
+
+
+def _counts_table(counts: Mapping[str, int], seconds: float) -> Table:
+    table = Table(title=f"crawl: {sum(counts.values())} URLs in {seconds:.0f} s")
+    table.add_column("status")
+    table.add_column("rows", justify="right")
+    for status, count in sorted(counts.items()):
+        table.add_row(status, str(count))
+    return table
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    engine = make_engine(settings.database_url)
+    upgrade(settings.database_url)
+    with engine.connect() as conn:
+        rows = store.counts_by_reason(conn)
+    table = Table(title="articles by status and reason")
+    for name in ("status", "reason", "rows"):
+        table.add_column(name, justify="right" if name == "rows" else "left")
+    for status, reason, count in rows:
+        table.add_row(status, reason or "", str(count))
+    table.add_section()
+    table.add_row("total", "", str(sum(count for _, _, count in rows)))
+    console.print(table)
+    return 0
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    upgrade(get_settings().database_url)
+    console.print("database is at the latest revision")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sluice.demo.run import run_demo
+
+    return run_demo(console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

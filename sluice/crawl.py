@@ -1,0 +1,72 @@
+"""One-shot crawls from the command line: a crawl process, watched through the database.
+
+The crawl itself runs in a child process (`python -m crawler.run`); this side records the run in
+`crawl_runs` and shows progress by counting the rows the run has written so far.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from sluice.config import Settings
+from sluice.db import crawl_runs, make_engine
+from sluice.db.models import articles
+from sluice.db.store import utcnow
+
+Progress = Callable[[Mapping[str, int], float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlReport:
+    run_id: int
+    exit_code: int
+    counts: dict[str, int]
+    seconds: float
+
+
+def run_crawl(feed_urls: Sequence[str], settings: Settings, source: str,
+              env: Mapping[str, str] | None = None, progress: Progress | None = None,
+              poll_seconds: float = 1.0) -> CrawlReport:
+    """Crawl the feeds in a child process; record the run and report progress while it runs."""
+    engine = make_engine(settings.database_url)
+    started = utcnow()
+    with engine.begin() as conn:
+        run_id = conn.execute(crawl_runs.insert().values(source=source, started_at=started)
+                              .returning(crawl_runs.c.id)).scalar_one()
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+        handle.write("\n".join(feed_urls))
+    child = subprocess.Popen([sys.executable, "-m", "crawler.run", "--feeds-file", handle.name],
+                             env={**os.environ, **(env or {})})
+    clock = time.monotonic()
+    try:
+        while child.poll() is None:
+            time.sleep(poll_seconds)
+            if progress is not None:
+                progress(_counts_since(engine, started), time.monotonic() - clock)
+    finally:
+        if child.poll() is None:
+            child.terminate()
+        exit_code = child.wait()
+        os.unlink(handle.name)
+    counts = _counts_since(engine, started)
+    with engine.begin() as conn:
+        conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
+            finished_at=utcnow(), counts=counts, urls_discovered=sum(counts.values())))
+    engine.dispose()
+    return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock)
+
+
+def _counts_since(engine: sa.Engine, started: object) -> dict[str, int]:
+    query = (sa.select(articles.c.status, sa.func.count())
+             .where(articles.c.updated_at >= started).group_by(articles.c.status))
+    with engine.connect() as conn:
+        return {str(getattr(status, "value", status)): count
+                for status, count in conn.execute(query)}

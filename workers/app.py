@@ -1,0 +1,52 @@
+"""The Celery app. Its configuration derives from Sluice's settings.
+
+Without `SLUICE_REDIS_URL` tasks run eagerly, in the calling process (the embedded default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+
+from sluice.config import Settings, get_settings
+
+# Classification takes well under a second a page; a task still running after this long is
+# stuck. The broker's visibility timeout sits above it, so a slow task is not delivered twice.
+TASK_TIME_LIMIT = 120
+VISIBILITY_TIMEOUT = 300
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    broker = settings.redis_url or "memory://"
+    return {
+        "broker_url": broker,
+        "result_backend": None,
+        "task_ignore_result": True,
+        "task_always_eager": settings.embedded,
+        "task_eager_propagates": True,
+        # A task is acknowledged only once it has finished; a worker killed mid-task leaves it
+        # in the queue, and a pool child killed mid-task has it requeued at once.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": TASK_TIME_LIMIT,
+        "task_soft_time_limit": TASK_TIME_LIMIT - 10,
+        "broker_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT},
+        "broker_connection_retry_on_startup": True,
+        "task_default_queue": "sluice",
+        "worker_hijack_root_logger": False,
+        "beat_schedule": {
+            "sweep-stale": {"task": "sluice.sweep_stale", "schedule": 60.0},
+        },
+    }
+
+
+def create_app(settings: Settings | None = None) -> Celery:
+    app = Celery("sluice")
+    app.conf.update(celery_config(settings or get_settings()))
+    app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
+    return app
+
+
+app = create_app()

@@ -1,0 +1,70 @@
+"""Celery tasks. Each is thin: it takes URLs, re-reads the rows and calls `sluice`.
+
+Every task is idempotent: classification updates only rows still `pending`, so a task
+delivered twice (a worker killed after the work, before the ack) changes nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import sqlalchemy as sa
+
+from sluice.config import get_settings
+from sluice.db import make_engine, store
+from sluice.gate import GateOptions
+from sluice.pipeline import classify_stored
+from sluice.records import Status
+from workers.app import app
+
+logger = logging.getLogger(__name__)
+
+
+@functools.cache
+def _engine() -> sa.Engine:
+    return make_engine(get_settings().database_url)
+
+
+def _gate() -> GateOptions:
+    gate = get_settings().gate
+    return GateOptions(gate.min_chars, gate.max_chars)
+
+
+@app.task(name="sluice.classify_page", bind=True, max_retries=5, default_retry_delay=10,
+          acks_late=True, reject_on_worker_lost=True)
+def classify_page(self, url: str) -> str | None:  # type: ignore[no-untyped-def]
+    """Classify one stored `pending` page and settle its status."""
+    try:
+        status = classify_stored(_engine(), url, _gate())
+    except sa.exc.OperationalError as exc:
+        raise self.retry(exc=exc) from None
+    return status.value if status is not None else None
+
+
+@app.task(name="sluice.classify_batch", bind=True, max_retries=5, default_retry_delay=10,
+          acks_late=True, reject_on_worker_lost=True)
+def classify_batch(self, urls: list[str]) -> int:  # type: ignore[no-untyped-def]
+    """Classify several pending pages in one task (fewer round trips through the broker)."""
+    settled = 0
+    try:
+        for url in urls:
+            settled += classify_stored(_engine(), url, _gate()) is not None
+    except sa.exc.OperationalError as exc:
+        raise self.retry(exc=exc) from None
+    return settled
+
+
+@app.task(name="sluice.sweep_stale")
+def sweep_stale() -> int:
+    """Re-enqueue `pending` rows whose lease expired (their worker died before settling them)."""
+    engine = _engine()
+    with engine.begin() as conn:
+        stale = [url for url, status in store.stale_in_flight(conn) if status is Status.PENDING]
+        if stale:
+            store.renew_lease(conn, stale, get_settings().lease_seconds)
+    for url in stale:
+        classify_page.delay(url)
+    if stale:
+        logger.info("re-enqueued %d stale pending rows", len(stale))
+    return len(stale)
