@@ -1,0 +1,145 @@
+"""Shared fixtures: real databases, a real Redis, real Celery workers, real local sites."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from sluice.db import make_engine
+from sluice.db.migrate import upgrade
+from sluice.demo.server import SiteServer
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get("SLUICE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS_TEST_URL = os.environ.get("SLUICE_TEST_REDIS", "redis://127.0.0.1:6379/9")
+
+
+def create_pg_database() -> str:
+    """A fresh Postgres database, migrated to head; returns its URL."""
+    name = f"sluice_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_pg_database(url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    url = create_pg_database()
+    upgrade(url)
+    yield url
+    drop_pg_database(url)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'sluice.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client.flushdb()
+    yield REDIS_TEST_URL
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def demo_site() -> Iterator[SiteServer]:
+    with SiteServer() as site:
+        yield site
+
+
+def sluice_env(database_url: str, redis_url: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment for a Sluice process under test."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SLUICE_")}
+    env.update(SLUICE_DATABASE_URL=database_url, SLUICE_ALLOW_PRIVATE_NETWORKS="true",
+               SLUICE_EXTRACT_WORKERS="2", **extra)
+    if redis_url:
+        env["SLUICE_REDIS_URL"] = redis_url
+    return env
+
+
+def run_sluice(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the `sluice` command line as a user would."""
+    return subprocess.run([sys.executable, "-m", "sluice.cli", *args], env=env, cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+class WorkerProcess:
+    """A real Celery worker process over the real Redis."""
+
+    def __init__(self, env: dict[str, str], concurrency: int = 1) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--loglevel=INFO",
+             f"--concurrency={concurrency}", "--pool=prefork", "-Q", "sluice",
+             "--without-gossip", "--without-mingle", "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
+            env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True)
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            output, _ = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output, _ = self.process.communicate()
+        return output
+
+
+@pytest.fixture
+def start_worker() -> Iterator[type[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def start(env: dict[str, str], concurrency: int = 1) -> WorkerProcess:
+        worker = WorkerProcess(env, concurrency)
+        started.append(worker)
+        return worker
+
+    yield start  # type: ignore[misc]
+    for worker in started:
+        worker.stop()
+
+
+def wait_until(predicate: object, timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(interval)
+    return False
+
+
+def rows_by_path(database_url: str, base_url: str) -> dict[str, tuple[str, str | None]]:
+    """{path: (status, reason)} for every row under `base_url`."""
+    from sluice.db import articles
+
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(articles.c.url, articles.c.status, articles.c.reason)
+                            .where(articles.c.url.startswith(base_url))).all()
+    engine.dispose()
+    return {url[len(base_url):]: (getattr(status, "value", status), reason)
+            for url, status, reason in rows}

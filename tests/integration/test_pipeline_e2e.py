@@ -1,0 +1,95 @@
+"""End to end: the demo site's feeds crawled into SQLite (embedded) and Postgres (Redis + worker).
+
+Every URL the feeds list must end with exactly one row in the status a reader would expect.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from sluice.db import articles, crawl_runs, feeds, make_engine
+from sluice.demo.server import SiteServer
+from tests.conftest import rows_by_path, run_sluice, sluice_env, wait_until
+
+pytestmark = pytest.mark.integration
+
+FEEDS = ("/feed.xml", "/atom.xml", "/feed.json")
+EXPECTED = {
+    "/articles/footbridge.html": ("success", None),
+    "/articles/library-reopens.html": ("success", None),
+    "/articles/river-cleanup.html": ("success", None),
+    "/articles/budget-in-depth.html": ("truncated", "over_max_chars"),
+    "/articles/bakery-note.html": ("under_limit", "too_short"),
+    "/articles/members-only.html": ("fetch_failed", "login_required"),
+    "/articles/printing-press-museum.html": ("fetch_failed", "http_404"),
+    "/files/annual-report.pdf": ("fetch_failed", "not_html"),
+}
+# Statuses that depend on the classifier's and renderer's judgement are checked separately.
+JUDGED = {"/sections/news.html", "/articles/flood-maps.html"}
+
+
+def crawl(site: SiteServer, env: dict[str, str]) -> None:
+    result = run_sluice("crawl", *(site.url(path) for path in FEEDS), env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def assert_expected_rows(database_url: str, site: SiteServer) -> dict[str, tuple[str, str | None]]:
+    rows = rows_by_path(database_url, site.base_url)
+    assert set(rows) == set(EXPECTED) | JUDGED
+    for path, expected in EXPECTED.items():
+        assert rows[path] == expected, path
+    assert rows["/sections/news.html"][0] == "unsuitable_content"
+    return rows
+
+
+def snapshot(database_url: str) -> list[tuple[str, object, object]]:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(articles.c.url, articles.c.discovered_at,
+                                      articles.c.content_hash).order_by(articles.c.url)).all()
+    engine.dispose()
+    return [tuple(row) for row in rows]
+
+
+def test_embedded_crawl_into_sqlite(sqlite_url: str, demo_site: SiteServer) -> None:
+    env = sluice_env(sqlite_url)
+    crawl(demo_site, env)
+    assert_expected_rows(sqlite_url, demo_site)
+    first = snapshot(sqlite_url)
+
+    crawl(demo_site, env)
+    assert_expected_rows(sqlite_url, demo_site)
+    # One row per URL, and the rows remember when they were first discovered.
+    assert snapshot(sqlite_url) == first
+
+    engine = make_engine(sqlite_url)
+    with engine.connect() as conn:
+        runs = conn.execute(sa.select(crawl_runs.c.finished_at, crawl_runs.c.counts)).all()
+        feed_rows = {row.url: row for row in conn.execute(sa.select(feeds))}
+    engine.dispose()
+    assert len(runs) == 2 and all(run.finished_at is not None for run in runs)
+    assert runs[-1].counts["success"] == 3
+    assert {row.kind for row in feed_rows.values()} == {"rss", "atom", "jsonfeed"}
+    assert {row.last_status for row in feed_rows.values()} == {"ok"}
+
+
+def test_distributed_crawl_into_postgres_with_a_worker(
+    pg_url: str, redis_url: str, demo_site: SiteServer, start_worker: object
+) -> None:
+    env = sluice_env(pg_url, redis_url)
+    worker = start_worker(env)  # type: ignore[operator]
+    crawl(demo_site, env)
+
+    def settled() -> bool:
+        statuses = {status for status, _ in rows_by_path(pg_url, demo_site.base_url).values()}
+        return bool(statuses) and not statuses & {"pending", "queued"}
+
+    assert wait_until(settled, timeout=90), worker.stop()
+    rows = assert_expected_rows(pg_url, demo_site)
+    first = snapshot(pg_url)
+
+    crawl(demo_site, env)
+    assert wait_until(settled, timeout=90)
+    assert rows_by_path(pg_url, demo_site.base_url) == rows
+    assert snapshot(pg_url) == first
