@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO, Protocol
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from lxml import etree
 
@@ -41,6 +41,8 @@ MAX_URL_LENGTH = 2048
 MAX_ELEMENTS_PER_ENTRY = 10_000
 _GZIP_MAGIC = b"\x1f\x8b"
 _MEDIA_PARENTS = frozenset({"image", "video"})
+_ABSOLUTE_HTTP = re.compile(r"^https?://[^/?#\s]", re.IGNORECASE)
+_WHITESPACE = re.compile(r"\s")
 _READ_CHUNK = 64 * 1024
 
 SitemapSource = bytes | BinaryIO
@@ -222,8 +224,12 @@ def _parse_xml(stream: _Readable, base_url: str | None) -> Iterator[SitemapEntry
                 # everything under one child from building its whole tree.
                 raise DiscoveryError("too_large", "an entry holds too many elements")
     except etree.XMLSyntaxError as exc:
-        # libxml2's own limits (a text node over 10 MB, deep nesting) mean an oversized input.
-        reason = "too_large" if "limit" in str(exc).lower() else "malformed_xml"
+        # libxml2's own guards (a text node over 10 MB, deep nesting, entity amplification) mean
+        # an oversized or expanding input, not a typo in the XML.
+        message = str(exc).lower()
+        reason = (
+            "too_large" if "limit" in message or "amplification" in message else "malformed_xml"
+        )
         raise DiscoveryError(reason, str(exc)) from exc
     if root_kind is None:
         raise DiscoveryError("malformed_xml", "empty document")
@@ -284,12 +290,16 @@ def _child_texts(element: etree._Element) -> dict[str, str]:
 
 
 def _clean_url(raw: str | None, base_url: str | None) -> str | None:
+    """An absolute http(s) URL without whitespace, or None; relative locs are tolerated."""
     if not raw or len(raw) > MAX_URL_LENGTH:
         return None
-    url = urljoin(base_url, raw) if base_url else raw
-    if urlsplit(url).scheme not in ("http", "https") or any(c.isspace() for c in url):
-        return None
-    return url
+    if not _ABSOLUTE_HTTP.match(raw):
+        if not base_url:
+            return None
+        raw = urljoin(base_url, raw)
+        if not _ABSOLUTE_HTTP.match(raw):
+            return None
+    return None if _WHITESPACE.search(raw) else raw
 
 
 def _parse_text(stream: _Prefixed, base_url: str | None) -> Iterator[SitemapEntry]:
