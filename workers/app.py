@@ -43,9 +43,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 def create_app(settings: Settings | None = None) -> Celery:
-    app = Celery("sluice")
+    app = Celery("sluice", include=["workers.tasks"])
     app.conf.update(celery_config(settings or get_settings()))
-    app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
     return app
 
 
