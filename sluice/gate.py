@@ -14,7 +14,8 @@ class GateOptions:
     max_chars: int = 5000
 
 
-_SENTENCE_END = re.compile(r"[.!?。！？…][\"'”’)\]]*\s")
+# Western sentence ends need a following space ("3.5" is no boundary); CJK ones do not.
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*\s|[。！？][」』”)]*")
 
 
 def gate_length(text: str, options: GateOptions) -> GateResult:
