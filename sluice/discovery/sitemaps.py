@@ -188,13 +188,13 @@ def _bounded(entries: Iterable[SitemapEntry], max_entries: int) -> Iterator[Site
 
 
 def _localname(tag: object) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
 def _parse_xml(stream: _Readable, base_url: str | None) -> Iterator[SitemapEntry]:
     events = etree.iterparse(
         stream,
-        events=("start", "end"),
+        events=("end",),  # the root is found from the first closed element: half the events
         resolve_entities=False,
         no_network=True,
         load_dtd=False,
@@ -203,23 +203,22 @@ def _parse_xml(stream: _Readable, base_url: str | None) -> Iterator[SitemapEntry
         remove_comments=True,
         remove_pis=True,
     )
-    root_kind: EntryKind | None = None
+    root: etree._Element | None = None
+    root_kind = EntryKind.PAGE
     pending_elements = 0
     try:
-        for event, element in events:
-            if root_kind is None:
-                root_kind = _root_kind(element)
-            if event == "start":
-                continue
-            pending_elements += 1
+        for _, element in events:
+            if root is None:
+                root = _root_of(element)
+                root_kind = _root_kind(root)
             parent = element.getparent()
-            if parent is not None and parent.getparent() is None:  # a direct child of the root
+            if parent is root and parent is not None:
                 entry = _entry_from_element(element, root_kind, base_url)
-                _release(element)
+                _release(element, root)
                 pending_elements = 0
                 if entry is not None:
                     yield entry
-            elif pending_elements > MAX_ELEMENTS_PER_ENTRY:
+            elif (pending_elements := pending_elements + 1) > MAX_ELEMENTS_PER_ENTRY:
                 # One entry never holds thousands of elements; this stops a document that nests
                 # everything under one child from building its whole tree.
                 raise DiscoveryError("too_large", "an entry holds too many elements")
@@ -231,8 +230,14 @@ def _parse_xml(stream: _Readable, base_url: str | None) -> Iterator[SitemapEntry
             "too_large" if "limit" in message or "amplification" in message else "malformed_xml"
         )
         raise DiscoveryError(reason, str(exc)) from exc
-    if root_kind is None:
+    if root is None:
         raise DiscoveryError("malformed_xml", "empty document")
+
+
+def _root_of(element: etree._Element) -> etree._Element:
+    while (parent := element.getparent()) is not None:
+        element = parent
+    return element
 
 
 def _root_kind(root: etree._Element) -> EntryKind:
@@ -245,12 +250,11 @@ def _root_kind(root: etree._Element) -> EntryKind:
     raise DiscoveryError("not_a_sitemap", f"root element <{name}>")
 
 
-def _release(element: etree._Element) -> None:
+def _release(element: etree._Element, root: etree._Element) -> None:
     """Free an entry once read, and its already-read siblings, so memory stays flat."""
     element.clear(keep_tail=False)
-    parent = element.getparent()
-    while element.getprevious() is not None and parent is not None:
-        del parent[0]
+    while element.getprevious() is not None:
+        del root[0]
 
 
 def _entry_from_element(
@@ -272,20 +276,26 @@ def _entry_from_element(
 
 
 def _child_texts(element: etree._Element) -> dict[str, str]:
-    """The text of each leaf below an entry, by local name (`loc`, `lastmod`, news fields).
+    """The text of each leaf of an entry by local name: `loc`, `lastmod`, and the Google News
+    leaves (`publication_date`, `title`); image and video blocks, with their own `loc`, are
+    skipped.
 
     A leaf holding anything but text (an unresolved entity reference, markup) is left out:
     that is how an XXE or entity bomb in a `<loc>` is dropped rather than half-read.
     """
     texts: dict[str, str] = {}
-    for child in element.iter():
-        if child is element or not isinstance(child.tag, str) or len(child):
-            continue
-        if _localname(child.getparent().tag) in _MEDIA_PARENTS:
-            continue  # an image's or video's own <loc>/<title>, not the page's
+    for child in element.iterchildren():
         name = _localname(child.tag)
-        if name not in texts and child.text:
-            texts[name] = child.text.strip()
+        if name == "news":
+            leaves = [leaf for leaf in child.iterdescendants() if not len(leaf)]
+        elif name in _MEDIA_PARENTS or len(child):
+            continue
+        else:
+            leaves = [child]
+        for leaf in leaves:
+            leaf_name = _localname(leaf.tag)
+            if leaf.text and leaf_name not in texts:
+                texts[leaf_name] = leaf.text.strip()
     return texts
 
 
