@@ -21,6 +21,7 @@ class PageItem:
     """One fetched page; the extract pipeline fills `outcome`."""
 
     page: FetchedPage
+    render_policy: str | None = None
     outcome: PageOutcome | None = None
 
 
@@ -33,6 +34,7 @@ class FailureItem:
     source: str | None
     http_status: int | None = None
     final_url: str | None = None
+    rendered: bool = False
 
 
 @dataclass(slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from crawler.middlewares.render import browser_settings
 from sluice.config import Settings, get_settings
 
 BOT_NAME = "sluice"
@@ -14,9 +15,8 @@ ITEM_PIPELINES = {
     "crawler.pipelines.extract.ExtractPipeline": 300,
     "crawler.pipelines.store.StorePipeline": 800,
 }
-DOWNLOADER_MIDDLEWARES = {
-    "crawler.middlewares.ssrf.SSRFGuardMiddleware": 50,
-}
+SSRF_MIDDLEWARE = {"crawler.middlewares.ssrf.SSRFGuardMiddleware": 50}
+RENDER_MIDDLEWARE = {"crawler.middlewares.render.RenderMiddleware": 60}
 
 
 def scrapy_settings(settings: Settings) -> dict[str, Any]:
@@ -27,8 +27,9 @@ def scrapy_settings(settings: Settings) -> dict[str, Any]:
         "SPIDER_MODULES": SPIDER_MODULES,
         "NEWSPIDER_MODULE": NEWSPIDER_MODULE,
         "ITEM_PIPELINES": ITEM_PIPELINES,
-        "DOWNLOADER_MIDDLEWARES": {} if settings.allow_private_networks
-        else DOWNLOADER_MIDDLEWARES,
+        "DOWNLOADER_MIDDLEWARES": {**({} if settings.allow_private_networks else SSRF_MIDDLEWARE),
+                                   **({} if settings.browser.render == "never"
+                                      else RENDER_MIDDLEWARE)},
         "USER_AGENT": fetch.user_agent,
         "ROBOTSTXT_OBEY": fetch.obey_robots,
         "DOWNLOAD_TIMEOUT": fetch.timeout,
@@ -49,6 +50,7 @@ def scrapy_settings(settings: Settings) -> dict[str, Any]:
         "REMOTE_CONTROL_ENABLED": False,
         "LOG_LEVEL": "INFO",
         "SLUICE_SETTINGS": settings,
+        **browser_settings(settings),
     }
 
 

@@ -19,6 +19,7 @@ from sluice.db.models import articles
 from sluice.extraction import extract
 from sluice.gate import GateOptions, gate_length, settle_status
 from sluice.records import Extraction, FetchedPage, GateResult, Status, Verdict
+from sluice.render_policy import RenderDecision, needs_render
 
 STRUCTURE_FIELDS = ("n_paragraphs", "n_list_items", "n_headings", "n_links", "link_chars",
                     "n_table_cells")
@@ -33,6 +34,7 @@ class PageOutcome:
     gate: GateResult
     options: GateOptions
     verdict: Verdict | None = None
+    render: RenderDecision | None = None
 
     @property
     def status_and_reason(self) -> tuple[Status, str | None]:
@@ -56,10 +58,12 @@ def process_page(page: FetchedPage, gate: GateOptions, classify: bool) -> PageOu
     html = decode_body(page.body, page.encoding)
     extraction = extract(html, url=page.final_url or page.url)
     result = gate_length(extraction.text, gate)
-    verdict = None
+    verdict = render = None
     if classify and result.status is Status.PENDING:
         verdict = classify_page(html, page.final_url or page.url, extraction)
-    return PageOutcome(page, extraction, result, gate, verdict)
+    if not page.rendered:
+        render = needs_render(page.body, extraction, result)
+    return PageOutcome(page, extraction, result, gate, verdict, render)
 
 
 def content_hash(text: str) -> str:

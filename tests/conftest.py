@@ -18,7 +18,9 @@ from sluice.db.migrate import upgrade
 from sluice.demo.server import SiteServer
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PG_ADMIN_URL = os.environ.get("SLUICE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_URL = os.environ.get(
+    "SLUICE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_TEST_URL = os.environ.get("SLUICE_TEST_REDIS", "redis://127.0.0.1:6379/9")
 
 
@@ -75,17 +77,30 @@ def demo_site() -> Iterator[SiteServer]:
 def sluice_env(database_url: str, redis_url: str | None = None, **extra: str) -> dict[str, str]:
     """The environment for a Sluice process under test."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLUICE_")}
-    env.update(SLUICE_DATABASE_URL=database_url, SLUICE_ALLOW_PRIVATE_NETWORKS="true",
-               SLUICE_EXTRACT_WORKERS="2", **extra)
+    env.update(
+        SLUICE_DATABASE_URL=database_url,
+        SLUICE_ALLOW_PRIVATE_NETWORKS="true",
+        SLUICE_EXTRACT_WORKERS="2",
+        **extra,
+    )
     if redis_url:
         env["SLUICE_REDIS_URL"] = redis_url
     return env
 
 
-def run_sluice(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_sluice(
+    *args: str, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run the `sluice` command line as a user would."""
-    return subprocess.run([sys.executable, "-m", "sluice.cli", *args], env=env, cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "sluice.cli", *args],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 class WorkerProcess:
@@ -93,11 +108,29 @@ class WorkerProcess:
 
     def __init__(self, env: dict[str, str], concurrency: int = 1) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--loglevel=INFO",
-             f"--concurrency={concurrency}", "--pool=prefork", "-Q", "sluice",
-             "--without-gossip", "--without-mingle", "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
-            env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.app",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={concurrency}",
+                "--pool=prefork",
+                "-Q",
+                "sluice",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"test-{uuid.uuid4().hex[:6]}@%h",
+            ],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def stop(self) -> str:
         self.process.terminate()
@@ -138,8 +171,13 @@ def rows_by_path(database_url: str, base_url: str) -> dict[str, tuple[str, str |
 
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(articles.c.url, articles.c.status, articles.c.reason)
-                            .where(articles.c.url.startswith(base_url))).all()
+        rows = conn.execute(
+            sa.select(articles.c.url, articles.c.status, articles.c.reason).where(
+                articles.c.url.startswith(base_url)
+            )
+        ).all()
     engine.dispose()
-    return {url[len(base_url):]: (getattr(status, "value", status), reason)
-            for url, status, reason in rows}
+    return {
+        url[len(base_url) :]: (getattr(status, "value", status), reason)
+        for url, status, reason in rows
+    }

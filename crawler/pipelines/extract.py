@@ -15,6 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Self
 
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
 
 from crawler.items import FailureItem, PageItem
 from sluice.config import Settings, get_settings
@@ -35,6 +36,7 @@ class ExtractPipeline:
         self.crawler = crawler
         self.gate = GateOptions(settings.gate.min_chars, settings.gate.max_chars)
         self.classify_inline = settings.embedded
+        self.render_policy = settings.browser.render
         self.workers = settings.extract_workers or os.cpu_count() or 1
         self.pool: ProcessPoolExecutor | None = None
 
@@ -60,8 +62,27 @@ class ExtractPipeline:
             logger.error("extraction worker died on %s; restarting the pool", item.page.url)
             self.pool = self._new_pool()
             return self._failed(item, "extract_crashed")
+        if self._wants_render(item):
+            self._schedule_render(item)
         self.crawler.stats.inc_value(f"sluice/status/{item.outcome.status_and_reason[0].value}")
         return item
+
+    def _wants_render(self, item: PageItem) -> bool:
+        decision = item.outcome.render if item.outcome else None
+        policy = item.render_policy or self.render_policy
+        return bool(decision and decision.render and policy != "never")
+
+    def _schedule_render(self, item: PageItem) -> None:
+        """Fetch the page again through the browser; its row is written when that returns."""
+        assert item.outcome is not None and item.outcome.render is not None
+        page, reason = item.page, item.outcome.render.reason
+        spider: Any = self.crawler.spider
+        request = spider.article_request(page.url, page.source, render_policy=item.render_policy,
+                                         sluice_render=True, sluice_render_reason=reason)
+        assert self.crawler.engine is not None
+        self.crawler.engine.crawl(request)
+        raise DropItem(f"static page of {page.url} is a JavaScript shell ({reason}); rendering",
+                       log_level="DEBUG")
 
     async def _run(self, item: PageItem) -> Any:
         assert self.pool is not None

@@ -14,8 +14,10 @@ from scrapy.crawler import Crawler
 from crawler.items import DiscoveredItem, FailureItem, FeedResultItem, PageItem
 from sluice.config import Settings, get_settings
 from sluice.db import make_engine, store
+from sluice.db.sites import record_render_outcomes
 from sluice.pipeline import failure_row, outcome_row
 from sluice.records import Status
+from sluice.urls import host_of
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +36,8 @@ class StorePipeline:
     batch_size = 50
     flush_seconds = 1.0
 
-    def __init__(self, settings: Settings, enqueue: Enqueue | None) -> None:
+    def __init__(self, crawler: Crawler, settings: Settings, enqueue: Enqueue | None) -> None:
+        self.crawler = crawler
         self.settings = settings
         self.engine = make_engine(settings.database_url)
         self.enqueue = enqueue
@@ -46,7 +49,7 @@ class StorePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         settings: Settings = crawler.settings.get("SLUICE_SETTINGS") or get_settings()
-        return cls(settings, None if settings.embedded else celery_enqueue)
+        return cls(crawler, settings, None if settings.embedded else celery_enqueue)
 
     async def open_spider(self) -> None:
         self.ticker = asyncio.ensure_future(self._flush_periodically())
@@ -83,6 +86,7 @@ class StorePipeline:
         """One transaction for the whole batch. Returns the URLs now waiting to be classified."""
         lease = store.utcnow() + timedelta(seconds=self.settings.lease_seconds)
         rows, bodies, pending = [], [], []
+        render_outcomes: list[tuple[str, bool]] = []
         with self.engine.begin() as conn:
             for item in items:
                 if isinstance(item, DiscoveredItem):
@@ -93,15 +97,21 @@ class StorePipeline:
                                              item.entries)
                 elif isinstance(item, FailureItem):
                     rows.append(failure_row(item.url, item.reason, item.source, item.http_status,
-                                            item.final_url))
+                                            item.final_url, item.rendered))
                 elif isinstance(item, PageItem) and item.outcome is not None:
                     row = outcome_row(item.outcome, lease)
                     rows.append(row)
+                    if row["status"] is not Status.UNDER_LIMIT:
+                        render_outcomes.append((host_of(item.page.url), item.page.rendered))
                     if row["status"] is Status.PENDING:
                         pending.append(row["url"])
                         page = item.page
                         bodies.append(store.body_row(page.url, page.body, page.encoding,
                                                      row["fetched_at"]))
             store.store_outcomes(conn, rows, bodies)
+            learned = record_render_outcomes(conn, render_outcomes)
+        site_states = getattr(self.crawler.spider, "site_states", None)
+        if site_states is not None:
+            site_states.update(learned)
         return pending
 

@@ -12,15 +12,47 @@ from twisted.python.failure import Failure
 
 from crawler.failures import is_html, is_login_redirect, reason_for_failure, reason_for_status
 from crawler.items import FailureItem, PageItem
+from sluice.config import Settings, get_settings
+from sluice.db import make_engine
+from sluice.db.sites import SiteRenderState, load_render_states
 from sluice.records import FetchedPage
+from sluice.render_policy import choose_fetch_mode
+from sluice.urls import host_of
 
 
 class ArticleSpider(scrapy.Spider):
     """Base spider: `article_request` builds the request, the callbacks always yield one item."""
 
-    def article_request(self, url: str, source: str | None, **meta: Any) -> scrapy.Request:
+    site_states: dict[str, SiteRenderState]
+
+    @property
+    def sluice_settings(self) -> Settings:
+        return self.crawler.settings.get("SLUICE_SETTINGS") or get_settings()
+
+    def load_site_states(self) -> None:
+        """Read what earlier crawls learned about each site (a small table, read once)."""
+        engine = make_engine(self.sluice_settings.database_url)
+        with engine.connect() as conn:
+            self.site_states = load_render_states(conn)
+        engine.dispose()
+
+    def article_request(self, url: str, source: str | None, render_policy: str | None = None,
+                        **meta: Any) -> scrapy.Request:
+        """The request for an article: static first, unless the policy or the site's history
+        says this site needs the browser."""
+        state = getattr(self, "site_states", {}).get(host_of(url))
+        policy = (render_policy or (state.render_policy if state else None)
+                  or self.sluice_settings.browser.render)
+        mode = choose_fetch_mode(policy, state.render_mode if state else None,
+                                 state.learned_at if state else None, datetime.now(UTC))
+        if mode == "browser" and "sluice_render" not in meta:
+            meta.update(sluice_render=True,
+                        sluice_render_reason="policy_always" if policy == "always"
+                        else "learned_site")
         return scrapy.Request(url, callback=self.parse_article, errback=self.article_failed,
-                              meta={"sluice_url": url, "sluice_source": source, **meta})
+                              dont_filter="sluice_render" in meta,
+                              meta={"sluice_url": url, "sluice_source": source,
+                                    "sluice_render_policy": policy, **meta})
 
     def parse_article(self, response: Response) -> Iterator[PageItem | FailureItem]:
         url = response.meta["sluice_url"]
@@ -34,8 +66,8 @@ class ArticleSpider(scrapy.Spider):
         yield PageItem(FetchedPage(
             url=url, final_url=response.url, http_status=response.status, body=response.body,
             content_type=_content_type(response), encoding=encoding,
-            rendered="playwright" in response.flags, fetched_at=datetime.now(UTC),
-            source=source))
+            rendered=bool(response.meta.get("sluice_render")), fetched_at=datetime.now(UTC),
+            source=source), render_policy=response.meta.get("sluice_render_policy"))
 
     def article_failed(self, failure: Failure) -> Iterator[FailureItem]:
         request = failure.request  # type: ignore[attr-defined]
@@ -43,7 +75,8 @@ class ArticleSpider(scrapy.Spider):
         self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")
         self.logger.debug("fetch failed %s: %s", request.url, reason)
         yield FailureItem(request.meta.get("sluice_url", request.url), reason,
-                          request.meta.get("sluice_source"))
+                          request.meta.get("sluice_source"),
+                          rendered=bool(request.meta.get("sluice_render")))
 
     @staticmethod
     def _refusal(url: str, response: Response) -> str | None:

@@ -26,6 +26,7 @@ class FeedsSpider(ArticleSpider):
         self.feed_urls = list(feed_urls)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        self.load_site_states()
         for url in self.feed_urls:
             yield scrapy.Request(url, callback=self.parse_feed, errback=self.feed_failed,
                                  meta={"sluice_feed": url}, dont_filter=True, priority=10)

@@ -149,6 +149,12 @@ def upgrade() -> None:
         ),
         sa.Column("render_learned_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column(
+            "js_share",
+            sa.Float(),
+            nullable=True,
+            comment="Recent share of pages that needed a browser.",
+        ),
+        sa.Column(
             "listing_pattern",
             sa.Text(),
             nullable=True,

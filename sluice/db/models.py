@@ -96,6 +96,7 @@ sites = sa.Table(
     sa.Column("render_mode", sa.Text, comment="Learned: static or browser."),
     sa.Column("render_policy", sa.Text, comment="Set by a user: never, auto, always."),
     sa.Column("render_learned_at", TZDateTime),
+    sa.Column("js_share", sa.Float, comment="Recent share of pages that needed a browser."),
     sa.Column("listing_pattern", sa.Text, comment="Learned article-link path pattern."),
     sa.Column("listing_pattern_at", TZDateTime),
     sa.Column("pages_ok", sa.Integer, nullable=False, server_default="0"),

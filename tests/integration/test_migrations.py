@@ -36,7 +36,9 @@ def table_names(url: str) -> set[str]:
 
 def test_upgrade_downgrade_upgrade(empty_database: str) -> None:
     upgrade(empty_database)
-    assert {"articles", "feeds", "sites", "crawl_runs", "page_bodies"} <= table_names(empty_database)
+    assert {"articles", "feeds", "sites", "crawl_runs", "page_bodies"} <= table_names(
+        empty_database
+    )
     downgrade(empty_database, "base")
     assert table_names(empty_database) == set()
     upgrade(empty_database)
