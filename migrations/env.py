@@ -6,6 +6,7 @@ from alembic import context
 
 from sluice.config import get_settings
 from sluice.db import make_engine, metadata
+from sluice.db.models import include_object
 
 config = context.config
 
@@ -16,7 +17,8 @@ def database_url() -> str:
 
 def run_migrations_offline() -> None:
     context.configure(
-        url=database_url(), target_metadata=metadata, literal_binds=True, render_as_batch=True
+        url=database_url(), target_metadata=metadata, literal_binds=True, render_as_batch=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -29,6 +31,7 @@ def run_migrations_online() -> None:
             connection=connection,
             target_metadata=metadata,
             render_as_batch=connection.dialect.name == "sqlite",
+            include_object=include_object,
         )
         with context.begin_transaction():
             context.run_migrations()

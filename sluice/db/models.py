@@ -114,3 +114,24 @@ crawl_runs = sa.Table(
     sa.Column("urls_discovered", sa.Integer, nullable=False, server_default="0"),
     sa.Column("counts", sa.JSON, comment="Rows by status at the end of the run."),
 )
+
+# Full-text search objects the migrations add beside these tables, one set per dialect (see
+# migrations/versions/0002): Postgres gets a generated `search_vector` column with a GIN index,
+# SQLite an FTS5 table (`articles_fts` and its shadow tables). They are left out of the models
+# so one MetaData serves both dialects, and out of autogenerate comparisons by this hook.
+SEARCH_COLUMNS = frozenset({"search_vector"})
+SEARCH_INDEXES = frozenset({"ix_articles_search_vector"})
+SEARCH_TABLE_PREFIX = "articles_fts"
+
+
+def include_object(object_: object, name: str | None, type_: str, reflected: bool,
+                   compare_to: object) -> bool:
+    """Alembic's `include_object` hook: False for the dialect-specific search objects."""
+    name = name or ""
+    if type_ == "table":
+        return not name.startswith(SEARCH_TABLE_PREFIX)
+    if type_ == "column":
+        return name not in SEARCH_COLUMNS
+    if type_ == "index":
+        return name not in SEARCH_INDEXES
+    return True

@@ -12,6 +12,7 @@ from alembic.migration import MigrationContext
 
 from sluice.db import make_engine, metadata
 from sluice.db.migrate import downgrade, upgrade
+from sluice.db.models import include_object
 from tests.conftest import create_pg_database, drop_pg_database
 
 pytestmark = pytest.mark.integration
@@ -49,6 +50,7 @@ def test_migrations_match_the_models(empty_database: str) -> None:
     upgrade(empty_database)
     engine = make_engine(empty_database)
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+        context = MigrationContext.configure(conn, opts={"include_object": include_object})
+        diff = compare_metadata(context, metadata)
     engine.dispose()
     assert diff == []
