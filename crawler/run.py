@@ -7,6 +7,7 @@ Each crawl is its own process (a Twisted reactor cannot be restarted), which is 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -35,10 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--feeds-file", required=True, help="canonical feed URLs, one a line")
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--stats-file", help="write the crawl's stats here as JSON")
     args = parser.parse_args(argv)
     with open(args.feeds_file, encoding="utf-8") as handle:
         feeds = [line.strip() for line in handle if line.strip()]
     stats = run_feeds_crawl(feeds, log_level=args.log_level)
+    if args.stats_file:
+        with open(args.stats_file, "w", encoding="utf-8") as handle:
+            json.dump(stats, handle, default=str, indent=1, sort_keys=True)
     finish = stats.get("finish_reason", "unknown")
     logging.getLogger(__name__).info("crawl finished: %s", finish)
     return 0 if finish == "finished" else 1

@@ -9,7 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from sluice.db.models import sites
-from sluice.db.store import upsert, utcnow
+from sluice.db.store import as_utc, upsert, utcnow
 from sluice.render_policy import mode_for_share, update_js_share
 
 
@@ -23,7 +23,7 @@ class SiteRenderState:
 def load_render_states(conn: sa.Connection) -> dict[str, SiteRenderState]:
     query = sa.select(sites.c.host, sites.c.render_mode, sites.c.render_policy,
                       sites.c.render_learned_at)
-    return {host: SiteRenderState(mode, policy, learned_at)
+    return {host: SiteRenderState(mode, policy, as_utc(learned_at))
             for host, mode, policy, learned_at in conn.execute(query)}
 
 

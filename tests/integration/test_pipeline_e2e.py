@@ -24,9 +24,11 @@ EXPECTED = {
     "/articles/members-only.html": ("fetch_failed", "login_required"),
     "/articles/printing-press-museum.html": ("fetch_failed", "http_404"),
     "/files/annual-report.pdf": ("fetch_failed", "not_html"),
+    # JavaScript-only: rendered in Chromium because its static HTML is an empty shell.
+    "/articles/flood-maps.html": ("success", None),
 }
-# Statuses that depend on the classifier's and renderer's judgement are checked separately.
-JUDGED = {"/sections/news.html", "/articles/flood-maps.html"}
+# A list of teasers: long enough for the gate, but the classifier's judgement decides.
+JUDGED = {"/sections/news.html"}
 
 
 def crawl(site: SiteServer, env: dict[str, str]) -> None:
