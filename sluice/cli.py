@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import sqlalchemy as sa
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -46,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     db_commands = db.add_subparsers(title="db commands")
     db_upgrade = db_commands.add_parser("upgrade", help="apply migrations")
     db_upgrade.set_defaults(handler=cmd_db_upgrade)
+
+    site_cmd = commands.add_parser("sites", help="what Sluice learned per site (render mode)")
+    site_cmd.add_argument("--set-render", nargs=2, metavar=("HOST", "POLICY"),
+                          help="set a site's render policy: never, auto or always")
+    site_cmd.set_defaults(handler=cmd_sites)
 
     demo = commands.add_parser("demo", help="crawl the bundled demo site into the database")
     demo.set_defaults(handler=cmd_demo)
@@ -124,6 +130,32 @@ def cmd_status(args: argparse.Namespace) -> int:
         table.add_row(status, reason or "", str(count))
     table.add_section()
     table.add_row("total", "", str(sum(count for _, _, count in rows)))
+    console.print(table)
+    return 0
+
+
+def cmd_sites(args: argparse.Namespace) -> int:
+    from sluice.db.models import sites
+    from sluice.db.sites import set_render_policy
+
+    settings = get_settings()
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    if args.set_render:
+        host, policy = args.set_render
+        if policy not in ("never", "auto", "always"):
+            err_console.print("render policy must be never, auto or always")
+            return 2
+        with engine.begin() as conn:
+            set_render_policy(conn, host.lower(), None if policy == "auto" else policy)
+    table = Table(title="sites")
+    for name in ("host", "render policy", "learned mode", "share rendered", "learned at"):
+        table.add_column(name)
+    with engine.connect() as conn:
+        for row in conn.execute(sa.select(sites).order_by(sites.c.host)):
+            share = "" if row.js_share is None else f"{row.js_share:.2f}"
+            table.add_row(row.host, row.render_policy or "auto", row.render_mode or "",
+                          share, str(row.render_learned_at or "")[:19])
     console.print(table)
     return 0
 
