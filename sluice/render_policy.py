@@ -28,11 +28,15 @@ _NOSCRIPT_JS = re.compile(rb"<noscript[^>]*>[^<]{0,300}(enable|turn on|requires?
 _BOOTSTRAP_DATA = re.compile(rb"__NEXT_DATA__|__NUXT__|window\.__INITIAL_STATE__|"
                              rb"window\.__APOLLO_STATE__|window\.__PRELOADED_STATE__|ng-version=|"
                              rb"data-reactroot|data-server-rendered", re.IGNORECASE)
+_FRAMEWORK_BUNDLE = re.compile(rb"<script[^>]+src=[\"'][^\"']*(/_next/static/|/_nuxt/|"
+                               rb"/static/js/main\.|bundle\.js|/assets/index-[\w-]+\.js|runtime\.[0-9a-f]+\.js|"
+                               rb"chunk-vendors|polyfills\.[0-9a-f]+\.js)", re.IGNORECASE)
 _SCRIPT = re.compile(rb"<script\b[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
 _TAGS = re.compile(rb"<script\b.*?</script>|<style\b.*?</style>|<[^>]+>", re.IGNORECASE | re.DOTALL)
 
 # A shell shows almost no text of its own without JavaScript.
 MAX_SHELL_VISIBLE_CHARS = 600
+NEARLY_EMPTY_CHARS = 200
 RECHECK_AFTER = timedelta(days=7)
 RECHECK_SHARE = 0.05
 
@@ -44,13 +48,17 @@ class ShellSigns:
     empty_app_root: bool
     noscript_asks_for_js: bool
     bootstrap_data: bool
+    framework_bundle: bool
     script_share: float
     visible_chars: int
 
     @property
     def count(self) -> int:
+        """How many signs; a page with next to no visible text at all counts twice."""
         return (self.empty_app_root + self.noscript_asks_for_js + self.bootstrap_data
-                + (self.script_share > 0.5) + (self.visible_chars < MAX_SHELL_VISIBLE_CHARS))
+                + self.framework_bundle + (self.script_share > 0.5)
+                + (self.visible_chars < MAX_SHELL_VISIBLE_CHARS)
+                + (self.visible_chars < NEARLY_EMPTY_CHARS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,7 @@ def shell_signs(html: bytes) -> ShellSigns:
         empty_app_root=bool(_APP_ROOT.search(html)),
         noscript_asks_for_js=bool(_NOSCRIPT_JS.search(html)),
         bootstrap_data=bool(_BOOTSTRAP_DATA.search(html)),
+        framework_bundle=bool(_FRAMEWORK_BUNDLE.search(html)),
         script_share=scripts / max(len(html), 1),
         visible_chars=len(visible),
     )
@@ -91,7 +100,7 @@ def _strongest_sign(signs: ShellSigns) -> str:
         return "empty_app_root"
     if signs.noscript_asks_for_js:
         return "noscript_asks_for_javascript"
-    if signs.bootstrap_data:
+    if signs.bootstrap_data or signs.framework_bundle:
         return "framework_bootstrap_data"
     if signs.script_share > 0.5:
         return "mostly_script"

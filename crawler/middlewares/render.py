@@ -22,8 +22,11 @@ logger = logging.getLogger(__name__)
 
 # Resource types a text extractor never needs; blocking them saves most of a render's bytes.
 BLOCKED_RESOURCES = frozenset({"image", "font", "media", "stylesheet", "websocket", "manifest"})
-# The render ends as soon as the page holds some readable text, not after a fixed sleep.
-TEXT_PRESENT = "() => document.body && document.body.innerText.trim().length > 200"
+# The render ends as soon as the page holds some readable text, not after a fixed sleep; a page
+# whose text never comes is taken as it stands once `text_wait_ms` have passed since navigation
+# (what it shows then decides its status), rather than failing the whole render.
+TEXT_PRESENT = ("(waitMs) => (document.body && document.body.innerText.trim().length > 200)"
+                " || performance.now() > waitMs")
 CONTEXT_OPTIONS = {"java_script_enabled": True, "accept_downloads": False,
                    "service_workers": "block", "ignore_https_errors": False}
 
@@ -69,6 +72,7 @@ class RenderMiddleware:
     def __init__(self, crawler: Crawler, settings: Settings) -> None:
         self.crawler = crawler
         self.timeout_ms = settings.browser.navigation_timeout * 1000
+        self.text_wait_ms = self.timeout_ms / 2
         self.available = bool(browser_settings(settings))
 
     @classmethod
@@ -93,7 +97,7 @@ class RenderMiddleware:
             playwright_page_goto_kwargs={"wait_until": "domcontentloaded",
                                          "timeout": self.timeout_ms},
             playwright_page_methods=[PageMethod("wait_for_function", TEXT_PRESENT,
-                                                timeout=self.timeout_ms)],
+                                                arg=self.text_wait_ms, timeout=self.timeout_ms)],
         )
         return None
 
