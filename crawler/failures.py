@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import error as twisted_error
 from twisted.python.failure import Failure
@@ -56,19 +64,24 @@ def reason_for_failure(failure: Failure) -> str:
         return value.reason
     if isinstance(value, HttpError):
         return reason_for_status(value.response.status) or "http_error"
-    if isinstance(value, twisted_error.DNSLookupError):
+    if isinstance(value, (twisted_error.DNSLookupError, CannotResolveHostError)):
         return "dns_error"
-    if isinstance(value, (twisted_error.TimeoutError, twisted_error.TCPTimedOutError)):
+    if isinstance(value, (twisted_error.TimeoutError, twisted_error.TCPTimedOutError,
+                          DownloadTimeoutError)):
         return "timeout"
-    if isinstance(value, twisted_error.ConnectionRefusedError):
+    if isinstance(value, (twisted_error.ConnectionRefusedError, DownloadConnectionRefusedError)):
         return "connection_refused"
+    if isinstance(value, DownloadCancelledError):
+        return _reason_for_response_failure(value)
+    if isinstance(value, ResponseDataLossError):
+        return "connection_lost"
     if isinstance(value, IgnoreRequest):
         return getattr(value, "reason", None) or _reason_for_ignored(str(value))
     if isinstance(value, (ResponseFailed, ResponseNeverReceived,
                           twisted_error.ConnectionLost, twisted_error.ConnectionDone)):
         return _reason_for_response_failure(value)
-    if isinstance(value, twisted_error.ConnectError):
-        return "connection_error"
+    if isinstance(value, (twisted_error.ConnectError, DownloadFailedError)):
+        return _reason_for_response_failure(value)
     return "fetch_error"
 
 
@@ -83,8 +96,10 @@ def _reason_for_ignored(message: str) -> str:
     return "ignored"
 
 
-def _reason_for_response_failure(value: Exception) -> str:
+def _reason_for_response_failure(value: BaseException) -> str:
     text = repr(value).lower()
-    if "maxsize" in text or "max size" in text or "cancel" in text:
+    if "maxsize" in text or "max size" in text or "larger than" in text:
         return "too_large"
+    if "refused" in text:
+        return "connection_refused"
     return "connection_lost"

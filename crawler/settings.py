@@ -6,6 +6,7 @@ from typing import Any
 
 from crawler.middlewares.render import browser_settings
 from sluice.config import Settings, get_settings
+from sluice.frontier import SCHEDULER_KEY
 
 BOT_NAME = "sluice"
 SPIDER_MODULES = ["crawler.spiders"]
@@ -17,10 +18,15 @@ ITEM_PIPELINES = {
 }
 SSRF_MIDDLEWARE = {"crawler.middlewares.ssrf.SSRFGuardMiddleware": 50}
 RENDER_MIDDLEWARE = {"crawler.middlewares.render.RenderMiddleware": 60}
+RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+                    "crawler.middlewares.retry.BackoffRetryMiddleware": 550}
+# Closest to the download, so every attempt (retries and redirects too) takes a slot.
+POLITENESS_MIDDLEWARE = {"crawler.middlewares.politeness.SharedPolitenessMiddleware": 900}
 
 
-def scrapy_settings(settings: Settings) -> dict[str, Any]:
-    """The Scrapy settings for a crawl with these Sluice settings."""
+def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[str, Any]:
+    """The Scrapy settings for a crawl with these Sluice settings; `shared_frontier` for the
+    long-running crawler processes that share one scheduler queue through Redis."""
     fetch = settings.fetch
     return {
         "BOT_NAME": BOT_NAME,
@@ -29,7 +35,9 @@ def scrapy_settings(settings: Settings) -> dict[str, Any]:
         "ITEM_PIPELINES": ITEM_PIPELINES,
         "DOWNLOADER_MIDDLEWARES": {**({} if settings.allow_private_networks else SSRF_MIDDLEWARE),
                                    **({} if settings.browser.render == "never"
-                                      else RENDER_MIDDLEWARE)},
+                                      else RENDER_MIDDLEWARE),
+                                   **RETRY_MIDDLEWARE,
+                                   **(POLITENESS_MIDDLEWARE if settings.redis_url else {})},
         "USER_AGENT": fetch.user_agent,
         "ROBOTSTXT_OBEY": fetch.obey_robots,
         "DOWNLOAD_TIMEOUT": fetch.timeout,
@@ -51,6 +59,25 @@ def scrapy_settings(settings: Settings) -> dict[str, Any]:
         "LOG_LEVEL": "INFO",
         "SLUICE_SETTINGS": settings,
         **browser_settings(settings),
+        **(shared_frontier_settings(settings.redis_url)
+           if shared_frontier and settings.redis_url else {}),
+    }
+
+
+def shared_frontier_settings(redis_url: str) -> dict[str, Any]:
+    """scrapy-redis: one scheduler queue and duplicate filter shared by every crawler process."""
+    return {
+        "REDIS_URL": redis_url,
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
+        "SCHEDULER_QUEUE_KEY": SCHEDULER_KEY,
+        "SCHEDULER_SERIALIZER": "crawler.queue_serializer",
+        "DUPEFILTER_CLASS": "crawler.dupefilter.ExpiringDupeFilter",
+        "SCHEDULER_DUPEFILTER_KEY": "sluice:seen",
+        "REDIS_START_URLS_AS_ZSET": True,
+        "MAX_IDLE_TIME_BEFORE_CLOSE": 0,
+        "EXTENSIONS": {"crawler.extensions.heartbeat.Heartbeat": 500},
     }
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sluice.cli_queue import register as register_queue_commands
 from sluice.config import get_settings
 from sluice.db import make_engine, store
 from sluice.db.migrate import upgrade
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     crawl.set_defaults(handler=cmd_crawl)
 
     status = commands.add_parser("status", help="rows by status and reason")
+    status.add_argument("--watch", action="store_true",
+                        help="live: rates per status, queue depth, crawler processes")
     status.set_defaults(handler=cmd_status)
 
     db = commands.add_parser("db", help="database maintenance")
@@ -55,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="crawl the bundled demo site into the database")
     demo.set_defaults(handler=cmd_demo)
+    register_queue_commands(commands)
     return parser
 
 
@@ -86,8 +90,16 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 def crawl_feeds(feed_urls: Sequence[str], source: str,
                 env: Mapping[str, str] | None = None) -> int:
-    from sluice.crawl import run_crawl
+    return crawl_with_progress("feeds", feed_urls, source, env)
 
+
+def crawl_with_progress(mode: str, lines: Sequence[str], source: str,
+                        env: Mapping[str, str] | None = None) -> int:
+    """Run a crawler process (`feeds`: feed URLs; `urls`: JSON lines of article URLs), showing
+    live progress, then the counts of what it did."""
+    from sluice.crawl import run_crawl, run_urls
+
+    run = run_crawl if mode == "feeds" else run_urls
     settings = get_settings()
     upgrade(settings.database_url)
     live = Live(_counts_table({}, 0.0), console=console, transient=True,
@@ -100,7 +112,7 @@ def crawl_feeds(feed_urls: Sequence[str], source: str,
     if live is not None:
         live.start()
     try:
-        report = run_crawl(feed_urls, settings, source, env=env, progress=progress)
+        report = run(lines, settings, source, env=env, progress=progress)
     finally:
         if live is not None:
             live.stop()
@@ -117,7 +129,11 @@ def _counts_table(counts: Mapping[str, int], seconds: float) -> Table:
     return table
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace | None) -> int:
+    if args is not None and args.watch:
+        from sluice.cli_queue import watch_status
+
+        return watch_status()
     settings = get_settings()
     engine = make_engine(settings.database_url)
     upgrade(settings.database_url)

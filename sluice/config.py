@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     allow_private_networks: bool = False
     extract_workers: int = Field(0, ge=0, description="Extraction processes; 0 = one per core.")
     lease_seconds: int = Field(900, ge=1, description="How long a row may stay in flight.")
+    sweep_seconds: int = Field(60, ge=1, description="How often beat runs the sweep.")
+    visibility_timeout: int = Field(300, ge=1, description="Seconds before an unacknowledged "
+                                    "Celery task is delivered again (above the task limit).")
     gate: GateSettings = GateSettings()
     fetch: FetchSettings = FetchSettings()
     browser: BrowserSettings = BrowserSettings()

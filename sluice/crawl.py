@@ -36,15 +36,30 @@ def run_crawl(feed_urls: Sequence[str], settings: Settings, source: str,
               env: Mapping[str, str] | None = None, progress: Progress | None = None,
               poll_seconds: float = 1.0) -> CrawlReport:
     """Crawl the feeds in a child process; record the run and report progress while it runs."""
+    return run_crawler_process("--feeds-file", feed_urls, settings, source, env, progress,
+                               poll_seconds)
+
+
+def run_urls(entries: Sequence[str], settings: Settings, source: str,
+             env: Mapping[str, str] | None = None, progress: Progress | None = None,
+             poll_seconds: float = 1.0) -> CrawlReport:
+    """Fetch article URLs (JSON lines: url, render) in a child process, as `run_crawl` does."""
+    return run_crawler_process("--urls-file", entries, settings, source, env, progress,
+                               poll_seconds)
+
+
+def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, source: str,
+                        env: Mapping[str, str] | None, progress: Progress | None,
+                        poll_seconds: float) -> CrawlReport:
     engine = make_engine(settings.database_url)
     started = utcnow()
     with engine.begin() as conn:
         run_id = conn.execute(crawl_runs.insert().values(source=source, started_at=started)
                               .returning(crawl_runs.c.id)).scalar_one()
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
-        handle.write("\n".join(feed_urls))
-    child = subprocess.Popen([sys.executable, "-m", "crawler.run", "--feeds-file", handle.name],
-                             env={**os.environ, **(env or {})})
+        handle.write("\n".join(lines))
+    child = subprocess.Popen([sys.executable, "-m", "crawler.run", mode, handle.name,
+                              "--source", source], env={**os.environ, **(env or {})})
     clock = time.monotonic()
     try:
         while child.poll() is None:

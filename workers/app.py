@@ -12,13 +12,17 @@ from celery import Celery
 from sluice.config import Settings, get_settings
 
 # Classification takes well under a second a page; a task still running after this long is
-# stuck. The broker's visibility timeout sits above it, so a slow task is not delivered twice.
+# stuck. The broker's visibility timeout (a setting) sits above it, so a slow task is not
+# delivered twice.
 TASK_TIME_LIMIT = 120
-VISIBILITY_TIMEOUT = 300
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
     broker = settings.redis_url or "memory://"
+    # A worker killed mid-task: its task comes back after the visibility timeout. Kombu checks
+    # for such tasks every `unacked_restore_interval`; short here, so recovery takes seconds.
+    transport = {"visibility_timeout": settings.visibility_timeout,
+                 "unacked_restore_interval": 5, "unacked_restore_throttle": 0.5}
     return {
         "broker_url": broker,
         "result_backend": None,
@@ -32,12 +36,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "task_time_limit": TASK_TIME_LIMIT,
         "task_soft_time_limit": TASK_TIME_LIMIT - 10,
-        "broker_transport_options": {"visibility_timeout": VISIBILITY_TIMEOUT},
+        "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         "task_default_queue": "sluice",
         "worker_hijack_root_logger": False,
         "beat_schedule": {
-            "sweep-stale": {"task": "sluice.sweep_stale", "schedule": 60.0},
+            "sweep-stale": {"task": "sluice.sweep_stale",
+                            "schedule": float(settings.sweep_seconds)},
         },
     }
 

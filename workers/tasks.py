@@ -12,11 +12,11 @@ import logging
 import sqlalchemy as sa
 
 from sluice.config import get_settings
-from sluice.db import make_engine, store
+from sluice.db import make_engine
 from sluice.gate import GateOptions
 from sluice.pipeline import classify_stored
-from sluice.records import Status
 from workers.app import app
+from workers.sweep import sweep
 
 logger = logging.getLogger(__name__)
 
@@ -56,15 +56,11 @@ def classify_batch(self, urls: list[str]) -> int:  # type: ignore[no-untyped-def
 
 
 @app.task(name="sluice.sweep_stale")
-def sweep_stale() -> int:
-    """Re-enqueue `pending` rows whose lease expired (their worker died before settling them)."""
-    engine = _engine()
-    with engine.begin() as conn:
-        stale = [url for url, status in store.stale_in_flight(conn) if status is Status.PENDING]
-        if stale:
-            store.renew_lease(conn, stale, get_settings().lease_seconds)
-    for url in stale:
-        classify_page.delay(url)
-    if stale:
-        logger.info("re-enqueued %d stale pending rows", len(stale))
-    return len(stale)
+def sweep_stale() -> dict[str, int]:
+    """Hand out again what dead crawlers and workers left in flight (see workers/sweep.py)."""
+    settings = get_settings()
+    result = sweep(_engine(), settings.redis_url, settings.lease_seconds)
+    for start in range(0, len(result.pending), 10):
+        classify_batch.delay(result.pending[start:start + 10])
+    return {"pending": len(result.pending), "requeued": result.requeued,
+            "orphans": result.orphans}

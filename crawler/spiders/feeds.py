@@ -28,8 +28,11 @@ class FeedsSpider(ArticleSpider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         self.load_site_states()
         for url in self.feed_urls:
-            yield scrapy.Request(url, callback=self.parse_feed, errback=self.feed_failed,
-                                 meta={"sluice_feed": url}, dont_filter=True, priority=10)
+            yield self.feed_request(url)
+
+    def feed_request(self, url: str) -> scrapy.Request:
+        return scrapy.Request(url, callback=self.parse_feed, errback=self.feed_failed,
+                              meta={"sluice_feed": url}, dont_filter=True, priority=10)
 
     def parse_feed(self, response: Response) -> Iterator[Any]:
         feed_url = response.meta["sluice_feed"]

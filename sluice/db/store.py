@@ -31,7 +31,7 @@ def as_utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
-def _insert(conn: sa.Connection, table: sa.Table) -> Any:
+def dialect_insert(conn: sa.Connection, table: sa.Table) -> Any:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
 
@@ -45,7 +45,7 @@ def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[Row],
     keys = [column.name for column in table.primary_key.columns]
     names = set().union(*(row.keys() for row in rows)) - set(keys) - set(keep)
     for group in _group_by_keys(rows):
-        statement = _insert(conn, table)
+        statement = dialect_insert(conn, table)
         columns = set(group[0].keys()) & names
         update = {name: statement.excluded[name] for name in columns}
         if update:
@@ -71,16 +71,18 @@ def record_discovered(conn: sa.Connection, urls: Iterable[str], source: str | No
              "updated_at": now, "lease_until": lease} for url in urls]
     if not rows:
         return
-    conn.execute(_insert(conn, articles).on_conflict_do_nothing(index_elements=["url"]), rows)
+    statement = dialect_insert(conn, articles).on_conflict_do_nothing(index_elements=["url"])
+    conn.execute(statement, rows)
 
 
-def requeue(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
-    """Mark existing rows `queued` again (a refresh or a retry) with a fresh lease."""
+def requeue(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | None) -> None:
+    """Mark existing rows `queued` again (a refresh or a retry). Without a lease, the row waits
+    in the frontier; a crawler that pops it gives it one."""
     now = utcnow()
-    conn.execute(
-        articles.update().where(articles.c.url.in_(urls)).values(
-            status=Status.QUEUED, lease_until=now + timedelta(seconds=lease_seconds),
-            updated_at=now))
+    lease = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
+    for start in range(0, len(urls), 1000):
+        conn.execute(articles.update().where(articles.c.url.in_(urls[start:start + 1000]))
+                     .values(status=Status.QUEUED, lease_until=lease, updated_at=now))
 
 
 def store_outcomes(conn: sa.Connection, rows: Sequence[Row],
@@ -126,6 +128,16 @@ def counts_by_reason(conn: sa.Connection) -> list[tuple[str, str | None, int]]:
     return [(Status(status).value, reason, count) for status, reason, count in conn.execute(query)]
 
 
+def waiting_since(conn: sa.Connection, before: datetime, limit: int = 10_000
+                  ) -> list[tuple[str, str | None]]:
+    """`queued` rows with no lease (waiting in the frontier) not touched since `before`."""
+    query = (sa.select(articles.c.url, articles.c.source)
+             .where(articles.c.status == Status.QUEUED, articles.c.lease_until.is_(None),
+                    articles.c.updated_at < before)
+             .limit(limit))
+    return [(url, source) for url, source in conn.execute(query)]
+
+
 def stale_in_flight(conn: sa.Connection, limit: int = 1000) -> list[tuple[str, Status]]:
     """Rows `queued` or `pending` whose lease has expired: their worker or crawler is gone."""
     query = (sa.select(articles.c.url, articles.c.status)
@@ -148,7 +160,7 @@ def record_feed_result(conn: sa.Connection, url: str, status: str, kind: str | N
 
     now = utcnow()
     failed = status not in ("ok", "not_modified")
-    statement = _insert(conn, feeds).values(
+    statement = dialect_insert(conn, feeds).values(
         url=url, kind=kind, title=title, last_status=status, last_fetched_at=now,
         entries_seen=entries, consecutive_failures=int(failed), created_at=now)
     excluded = statement.excluded

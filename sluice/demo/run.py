@@ -26,7 +26,7 @@ def run_demo(console: Console) -> int:
                       f"{get_settings().database_url}")
         code = crawl_feeds([site.url(path) for path in DEMO_FEEDS], source="demo")
         _print_rows(console, site.base_url)
-    cmd_status(None)  # type: ignore[arg-type]
+    cmd_status(None)
     return code
 
 

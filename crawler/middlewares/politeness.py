@@ -1,0 +1,85 @@
+"""Per-site politeness shared by every crawler process, through Redis.
+
+Each site has a sorted set of slots (held requests, each expiring on its own should a crawler
+die) and a "next request allowed at" time. One atomic script takes a slot only when the site has
+a free one and its delay has passed, on the Redis server's clock, so ten crawler processes on
+ten machines together still send at most `per_site_concurrency` requests to a site at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, Self
+
+import redis.asyncio as aioredis
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from sluice.config import Settings, get_settings
+from sluice.urls import host_of
+
+ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local next_at = tonumber(redis.call('GET', KEYS[2]) or '0')
+if next_at > now then return tostring(next_at - now) end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return '-1' end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4])) + 60)
+local delay = tonumber(ARGV[2])
+if delay > 0 then
+  redis.call('SET', KEYS[2], tostring(now + delay), 'PX', math.ceil(delay * 1000) + 1000)
+end
+return '0'
+"""
+BUSY_POLL_SECONDS = 0.05
+
+
+class SharedPolitenessMiddleware:
+    def __init__(self, crawler: Crawler, settings: Settings) -> None:
+        assert settings.redis_url
+        self.crawler = crawler
+        self.client = aioredis.Redis.from_url(settings.redis_url)
+        self.acquire = self.client.register_script(ACQUIRE)
+        self.limit = settings.fetch.per_site_concurrency
+        self.delay = settings.fetch.per_site_delay
+        # A slot is never held longer than a download may take, plus a margin.
+        self.hold = settings.fetch.timeout + settings.browser.navigation_timeout + 30
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings: Settings = crawler.settings.get("SLUICE_SETTINGS") or get_settings()
+        if not settings.redis_url:
+            raise NotConfigured("embedded: politeness is Scrapy's own, per process")
+        return cls(crawler, settings)
+
+    async def process_request(self, request: Request) -> None:
+        host = host_of(request.url)
+        token = uuid.uuid4().hex
+        keys = [f"sluice:site:{host}:slots", f"sluice:site:{host}:next"]
+        while True:
+            wait = float(await self.acquire(keys=keys,
+                                            args=[self.limit, self.delay, token, self.hold]))
+            if wait == 0:
+                break
+            self.crawler.stats.inc_value("sluice/politeness/waits")
+            await asyncio.sleep(wait if wait > 0 else BUSY_POLL_SECONDS)
+        request.meta["sluice_slot"] = (keys[0], token)
+        return None
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        await self._release(request)
+        return response
+
+    async def process_exception(self, request: Request, exception: BaseException) -> None:
+        await self._release(request)
+        return None
+
+    async def _release(self, request: Request) -> None:
+        slot: Any = request.meta.pop("sluice_slot", None)
+        if slot is not None:
+            await self.client.zrem(slot[0], slot[1])

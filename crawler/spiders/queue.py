@@ -1,0 +1,90 @@
+"""The `queue` spider: a long-running crawler process that consumes the shared frontier.
+
+Any number of these run on any machine that reaches Redis and the database. Each pops a batch of
+entries when it runs dry, idles while the frontier is empty and resumes when work arrives.
+Popped URLs get a lease in the database: if this process dies before writing their rows, the
+sweep finds them once the lease expires and pushes them again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import scrapy
+from scrapy_redis.spiders import RedisSpider
+
+from crawler.spiders.base import ArticleSpider
+from crawler.spiders.feeds import FeedsSpider
+from sluice.db import make_engine, store
+from sluice.frontier import FRONTIER_KEY, FrontierEntry
+
+logger = logging.getLogger(__name__)
+
+LEASE_FLUSH_SECONDS = 2.0
+
+
+class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
+    name = "queue"
+    redis_key = FRONTIER_KEY
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.popped: list[str] = []
+        self.popped_lock = threading.Lock()
+        self.lease_loop: Any = None
+
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        """Nothing to start with: entries arrive from the frontier whenever the spider idles."""
+        self.load_site_states()
+        self.engine = make_engine(self.sluice_settings.database_url)
+        # Imported here: Twisted's reactor-bound helpers must not be touched before Scrapy has
+        # installed its reactor.
+        from twisted.internet import task
+
+        self.lease_loop = task.LoopingCall(self._flush_leases)
+        self.lease_loop.start(LEASE_FLUSH_SECONDS, now=False)
+        for request in self.next_requests():
+            yield request
+
+    def make_request_from_data(self, data: bytes) -> scrapy.Request | list[Any]:
+        try:
+            entry = FrontierEntry.from_json(data)
+        except ValueError:
+            logger.warning("ignoring a malformed frontier entry: %r", data[:200])
+            return []
+        with self.popped_lock:
+            self.popped.append(entry.url)
+        if entry.kind == "feed":
+            return self.feed_request(entry.url)
+        request = ArticleSpider.article_request(self, entry.url, entry.source,
+                                                render_policy=entry.render)
+        # A retry asked for by a user must not be stopped by the duplicate filter.
+        return request.replace(dont_filter=True) if entry.retry else request
+
+    def _flush_leases(self) -> Any:
+        with self.popped_lock:
+            urls, self.popped = self.popped, []
+        if not urls:
+            return None
+        from twisted.internet import threads
+
+        return threads.deferToThread(self._renew, urls).addErrback(
+            lambda failure: logger.warning("lease renewal failed: %s", failure.value))
+
+    def _renew(self, urls: list[str]) -> None:
+        with self.engine.begin() as conn:
+            store.renew_lease(conn, urls, self.sluice_settings.lease_seconds)
+
+    def closed(self, reason: str) -> None:
+        if self.lease_loop is not None and self.lease_loop.running:
+            self.lease_loop.stop()
+        self._renew_now()
+
+    def _renew_now(self) -> None:
+        with self.popped_lock:
+            urls, self.popped = self.popped, []
+        if urls:
+            self._renew(urls)

@@ -1,0 +1,65 @@
+"""The sweep: find work that a dead crawler or worker left in flight, and hand it out again.
+
+- `pending` rows past their lease: their classification task was lost; enqueue it again.
+- `queued` rows past their lease: a crawler popped them and died; push them to the frontier.
+- `queued` rows waiting with no lease while the frontier is empty: their entries were lost
+  (a Redis restarted without persistence); push them again.
+Re-pushing is safe: rows are keyed by URL and every write is an idempotent upsert.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from sluice import frontier
+from sluice.db import store
+from sluice.records import Status
+
+logger = logging.getLogger(__name__)
+
+ORPHAN_GRACE = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    pending: list[str]
+    requeued: int
+    orphans: int
+
+
+def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> SweepResult:
+    with engine.begin() as conn:
+        stale = store.stale_in_flight(conn, limit=5000)
+        pending = [url for url, status in stale if status is Status.PENDING]
+        queued = [url for url, status in stale if status is Status.QUEUED]
+        if pending:
+            store.renew_lease(conn, pending, lease_seconds)
+        if queued and redis_url:
+            store.requeue(conn, queued, lease_seconds=None)
+    if not redis_url:
+        return SweepResult(pending, 0, 0)
+    client = frontier.connect(redis_url)
+    try:
+        requeued = frontier.push(client, frontier.entries_for(queued, "sweep"),
+                                 frontier.PRIORITY_RETRY)
+        orphans = _push_orphans(engine, client)
+    finally:
+        client.close()
+    if queued or orphans:
+        logger.info("sweep: %d stale queued rows and %d orphans pushed again", len(queued),
+                    orphans)
+    return SweepResult(pending, requeued, orphans)
+
+
+def _push_orphans(engine: sa.Engine, client: frontier.redis.Redis) -> int:
+    depth = frontier.depth(client)
+    if depth["frontier"] or depth["scheduler"]:
+        return 0
+    with engine.connect() as conn:
+        orphans = store.waiting_since(conn, store.utcnow() - ORPHAN_GRACE)
+    entries = [frontier.FrontierEntry(url=url, source=source) for url, source in orphans]
+    return frontier.push(client, entries, frontier.PRIORITY_INGEST)
