@@ -14,7 +14,10 @@ def _encode(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"__b64__": base64.b64encode(value).decode("ascii")}
     if isinstance(value, dict):
-        return {str(key): _encode(item) for key, item in value.items()}
+        if all(isinstance(key, str) for key in value):
+            return {key: _encode(item) for key, item in value.items()}
+        # Header names are bytes: keep such keys as they are, in a list of pairs.
+        return {"__pairs__": [[_encode(key), _encode(item)] for key, item in value.items()]}
     if isinstance(value, (list, tuple)):
         return [_encode(item) for item in value]
     return value
@@ -24,6 +27,8 @@ def _decode(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"__b64__"}:
             return base64.b64decode(value["__b64__"])
+        if set(value) == {"__pairs__"}:
+            return {_decode(key): _decode(item) for key, item in value["__pairs__"]}
         return {key: _decode(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_decode(item) for item in value]

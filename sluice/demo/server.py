@@ -48,9 +48,10 @@ class SiteHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
         site = self.server.site
         path = urlsplit(self.path).path
-        site.hits.append(path)
-        site.requests.append((path, dict(self.headers.items())))
-        route = site.routes.get(path)
+        with site.lock:
+            site.hits.append(path)
+            site.requests.append((path, dict(self.headers.items())))
+        route = site.route_for(path)
         reply = route(self) if route else site.static_reply(path)
         self.send_response(reply.status)
         for name, value in reply.headers.items():
@@ -74,6 +75,7 @@ class SiteServer:
                  port: int = 0) -> None:
         self.root = root
         self.routes = dict(DEMO_ROUTES if routes is None else routes)
+        self.lock = threading.Lock()
         self.hits: list[str] = []
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.httpd = self.HTTPServer(("127.0.0.1", port), SiteHandler)
@@ -100,6 +102,13 @@ class SiteServer:
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.stop()
+
+    def route_for(self, path: str) -> Route | None:
+        """The route for a path: an exact match, else the longest `prefix/*` route."""
+        if path in self.routes:
+            return self.routes[path]
+        prefixes = [key for key in self.routes if key.endswith("*") and path.startswith(key[:-1])]
+        return self.routes[max(prefixes, key=len)] if prefixes else None
 
     def static_reply(self, path: str) -> Reply:
         if path.endswith("/"):

@@ -1,0 +1,48 @@
+"""Frontier entries, the shared queue's JSON serializer and Retry-After parsing."""
+
+from __future__ import annotations
+
+import time
+from email.utils import formatdate
+
+import pytest
+
+from crawler.middlewares.retry import retry_after_seconds
+from crawler.queue_serializer import dumps, loads
+from sluice.frontier import PRIORITY_FEED, PRIORITY_INGEST, FrontierEntry, score
+
+
+def test_entries_round_trip_and_are_canonical() -> None:
+    entry = FrontierEntry(url="https://a.example/x", source="file.txt", render="always")
+    assert FrontierEntry.from_json(entry.to_json()) == entry
+    assert entry.to_json() == FrontierEntry(**{"render": "always", "source": "file.txt",
+                                               "url": "https://a.example/x"}).to_json()
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[]", b'{"kind": "article"}', b'{"url": 3}'])
+def test_malformed_entries_are_refused(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        FrontierEntry.from_json(raw)
+
+
+def test_priorities_then_age_order_the_frontier() -> None:
+    now = time.time()
+    assert score(PRIORITY_FEED, now) > score(PRIORITY_INGEST, now)
+    assert score(PRIORITY_INGEST, now) > score(PRIORITY_INGEST, now + 10)  # older first
+
+
+def test_queue_serializer_keeps_bytes_and_never_pickles() -> None:
+    request = {"url": "https://a.example/", "body": b"\x00\xff", "headers": {b"X": [b"1"]},
+               "meta": {"sluice_url": "https://a.example/", "n": 1}}
+    encoded = dumps(request)
+    assert isinstance(encoded, str) and "pickle" not in encoded
+    decoded = loads(encoded)
+    assert decoded == request
+
+
+def test_retry_after() -> None:
+    assert retry_after_seconds(b"120") == 120
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds(b"soon") is None
+    later = formatdate(time.time() + 30, usegmt=True).encode()
+    assert 25 <= (retry_after_seconds(later) or 0) <= 31
