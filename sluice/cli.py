@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sluice.cli_queue import register as register_queue_commands
+from sluice.cli_sql import register as register_sql_commands
 from sluice.config import get_settings
 from sluice.db import make_engine, store
 from sluice.db.migrate import upgrade
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="crawl the bundled demo site into the database")
     demo.set_defaults(handler=cmd_demo)
+    register_sql_commands(commands)
     register_queue_commands(commands)
     return parser
 

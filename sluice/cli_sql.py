@@ -1,0 +1,162 @@
+"""The SQL-facing subcommands: `sluice sql`, `sluice export` and `sluice search`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from rich.console import Console
+
+from sluice.config import get_settings
+from sluice.db import make_engine
+from sluice.db.migrate import upgrade
+from sluice.export import EXPORT_COLUMNS, FORMATS, ExportQuery, export_rows
+from sluice.records import Status
+from sluice.search import USABLE_STATUSES, search
+from sluice.sql import FORMATS as SQL_FORMATS
+from sluice.sql import ShellMissing, open_shell, run_statement, write_rows
+
+logger = logging.getLogger(__name__)
+err_console = Console(stderr=True)
+
+SubParsers = Any  # argparse's _SubParsersAction is private
+
+
+def register(commands: SubParsers) -> None:
+    """Add `sql`, `export` and `search` to the `sluice` command line."""
+    _register_sql(commands)
+    _register_export(commands)
+    _register_search(commands)
+
+
+def _register_sql(commands: SubParsers) -> None:
+    sql = commands.add_parser("sql", help="run a SQL statement, or open the database's shell")
+    sql.add_argument("statement", nargs="?", help="one SQL statement; none opens psql/sqlite3")
+    sql.add_argument("--format", choices=SQL_FORMATS, default="table")
+    sql.set_defaults(handler=cmd_sql)
+
+
+def _register_export(commands: SubParsers) -> None:
+    export = commands.add_parser("export", help="stream articles out as jsonl, csv or parquet")
+    export.add_argument("--status", action="append", default=[], metavar="STATUS",
+                        help="only rows with this status (repeat, or separate with commas)")
+    export.add_argument("--since", type=parse_since, metavar="DATE",
+                        help="only rows updated at or after this ISO date/time (UTC if no zone)")
+    export.add_argument("--format", choices=FORMATS, default="jsonl")
+    export.add_argument("--columns", type=_column_list, default=EXPORT_COLUMNS,
+                        help="comma-separated columns (default: all but in-flight bookkeeping)")
+    export.add_argument("--limit", type=int)
+    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.set_defaults(handler=cmd_export)
+
+
+def _register_search(commands: SubParsers) -> None:
+    found = commands.add_parser("search", help="ranked full-text search over titles and texts")
+    found.add_argument("query", help='words, "phrases", OR, -excluded')
+    found.add_argument("--limit", type=int, default=20)
+    found.add_argument("--status", action="append", default=[], metavar="STATUS",
+                       help="search rows with this status (default: success and truncated)")
+    found.add_argument("--format", choices=SQL_FORMATS, default="table")
+    found.set_defaults(handler=cmd_search)
+
+
+def parse_since(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _column_list(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def parse_statuses(values: Sequence[str]) -> tuple[str, ...]:
+    """Statuses from repeated and comma-separated options; unknown names are errors."""
+    names = tuple(name.strip() for value in values for name in value.split(",") if name.strip())
+    known = {status.value for status in Status}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown status {', '.join(unknown)}; use {', '.join(sorted(known))}")
+    return names
+
+
+def _ready_engine() -> sa.Engine:
+    """An engine on a database at the latest revision (the views and search need it)."""
+    url = get_settings().database_url
+    upgrade(url)
+    return make_engine(url)
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    if args.statement is None:
+        try:
+            return open_shell(get_settings().database_url)
+        except ShellMissing as exc:
+            err_console.print(str(exc), markup=False, highlight=False)
+            return 127
+    engine = _ready_engine()
+    try:
+        outcome = run_statement(engine, args.statement, args.format, sys.stdout)
+    except sa.exc.DBAPIError as exc:
+        err_console.print(f"error: {exc.orig}", markup=False, highlight=False)
+        return 1
+    finally:
+        engine.dispose()
+    if not outcome.returned_rows:
+        err_console.print(f"{outcome.count} rows affected", markup=False, highlight=False)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    try:
+        query = ExportQuery(statuses=parse_statuses(args.status), since=args.since,
+                            columns=args.columns, limit=args.limit)
+    except ValueError as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        return 2
+    engine = _ready_engine()
+    try:
+        with engine.connect() as conn:
+            count = _export_to(conn, query, args.format, args.output)
+    except ValueError as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        return 2
+    finally:
+        engine.dispose()
+    err_console.print(f"exported {count} rows", markup=False, highlight=False)
+    return 0
+
+
+def _export_to(conn: sa.Connection, query: ExportQuery, fmt: str, output: str | None) -> int:
+    if output is None:
+        stream = sys.stdout.buffer if fmt == "parquet" else sys.stdout
+        return export_rows(conn, query, fmt, stream)
+    if fmt == "parquet":
+        return export_rows(conn, query, fmt, output)
+    with Path(output).open("w", encoding="utf-8", newline="") as handle:
+        return export_rows(conn, query, fmt, handle)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    try:
+        statuses = parse_statuses(args.status) or USABLE_STATUSES
+    except ValueError as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        return 2
+    engine = _ready_engine()
+    try:
+        with engine.connect() as conn:
+            hits = search(conn, args.query, limit=args.limit, statuses=statuses)
+    finally:
+        engine.dispose()
+    rows = [(round(hit.rank, 4), hit.title, hit.url, hit.status, hit.snippet) for hit in hits]
+    write_rows(("rank", "title", "url", "status", "snippet"), rows, args.format, sys.stdout)
+    return 0

@@ -1,0 +1,129 @@
+"""`sluice sql`: run one SQL statement and print its rows, or open the database's own shell.
+
+The statement goes to the driver as written (no bind-parameter parsing, so `':'` and `'%'` in
+literals are safe) inside a transaction that commits on success. Rows print as a table (long
+values shortened), CSV or JSON; for large result sets use `sluice export`, which streams.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import sqlalchemy as sa
+from rich.console import Console
+from rich.table import Table
+
+from sluice.db.engine import normalise_database_url
+from sluice.export import csv_ready, json_ready
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("table", "csv", "json")
+TABLE_CELL_CHARS = 80
+
+
+class ShellMissing(RuntimeError):
+    """The database's own command-line client is not installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatementOutcome:
+    returned_rows: bool
+    count: int  # rows printed, or rows affected by a statement that returns none
+
+
+def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO) -> StatementOutcome:
+    """Execute `statement` in a transaction; print any rows it returns to `out` in `fmt`."""
+    with engine.begin() as conn:
+        # Without parameters the driver does not look for placeholders such as '%s'.
+        result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
+        if not result.returns_rows:
+            return StatementOutcome(False, max(result.rowcount, 0))
+        return StatementOutcome(True, write_rows(list(result.keys()), result, fmt, out))
+
+
+def write_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str,
+               out: TextIO) -> int:
+    if fmt == "csv":
+        return _write_csv(columns, rows, out)
+    if fmt == "json":
+        return _write_json(columns, rows, out)
+    if fmt == "table":
+        return _write_table(columns, rows, out)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def _write_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    count = 0
+    for row in rows:
+        writer.writerow([csv_ready(value) for value in row])
+        count += 1
+    return count
+
+
+def _write_json(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+    """A JSON array of objects, written row by row."""
+    count = 0
+    out.write("[")
+    for row in rows:
+        out.write(",\n " if count else "\n ")
+        out.write(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False,
+                             default=json_ready))
+        count += 1
+    out.write("\n]\n" if count else "]\n")
+    return count
+
+
+def _write_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:
+    table = Table(*columns)
+    count = 0
+    for row in rows:
+        table.add_row(*(_cell(value) for value in row))
+        count += 1
+    console = Console(file=out, width=None if out.isatty() else 200)
+    console.print(table, markup=False, highlight=False)
+    console.print(f"({count} row{'' if count == 1 else 's'})", markup=False, highlight=False)
+    return count
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False, default=json_ready)
+    else:
+        text = str(json_ready(value))
+    text = text.replace("\n", " ")
+    if len(text) > TABLE_CELL_CHARS:
+        return text[:TABLE_CELL_CHARS - 1] + "…"
+    return text
+
+
+def shell_command(database_url: str) -> list[str]:
+    """The command line of the database's own shell: `psql URL` or `sqlite3 FILE`."""
+    url = sa.make_url(normalise_database_url(database_url))
+    backend = url.get_backend_name()
+    if backend == "postgresql":
+        return ["psql", url.set(drivername="postgresql").render_as_string(hide_password=False)]
+    if backend == "sqlite":
+        return ["sqlite3", url.database or ":memory:"]
+    raise ValueError(f"no shell known for {backend} databases")
+
+
+def open_shell(database_url: str) -> int:
+    """Run the shell attached to this terminal; returns its exit code."""
+    command = shell_command(database_url)
+    if shutil.which(command[0]) is None:
+        raise ShellMissing(f"{command[0]} is not installed (or not on PATH); install it, or pass "
+                           "a statement: sluice sql \"SELECT ...\"")
+    logger.debug("opening %s", command[0])
+    return subprocess.call(command)
