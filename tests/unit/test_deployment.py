@@ -1,0 +1,64 @@
+"""docker-compose.yml is valid against the Compose specification (offline) and has every service
+the distributed deployment needs, with health checks where other services wait on them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"
+SERVICES = {"postgres", "redis", "migrate", "crawler", "worker", "beat", "flower"}
+
+
+def check_jsonschema() -> Path:
+    return Path(sys.executable).parent / "check-jsonschema"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    with COMPOSE_FILE.open(encoding="utf-8") as handle:
+        document: dict[str, Any] = YAML(typ="safe").load(handle)
+    return document
+
+
+def test_compose_file_validates_against_the_compose_spec() -> None:
+    result = subprocess.run(
+        [str(check_jsonschema()), "--builtin-schema", "vendor.compose-spec", str(COMPOSE_FILE)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_service_is_defined(compose: dict[str, Any]) -> None:
+    assert SERVICES <= set(compose["services"])
+
+
+@pytest.mark.parametrize("service", ["postgres", "redis"])
+def test_data_services_have_health_checks(compose: dict[str, Any], service: str) -> None:
+    healthcheck = compose["services"][service].get("healthcheck")
+    assert healthcheck and healthcheck.get("test"), f"{service} has no health check"
+
+
+def test_dependants_wait_for_healthy_data_services(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("crawler", "worker", "beat", "flower"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully", name
+        assert depends["redis"]["condition"] == "service_healthy", name
+
+
+def test_the_validator_rejects_an_invalid_file(tmp_path: Path) -> None:
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text("services:\n  web:\n    image: nginx\n    helthcheck: {}\n",
+                      encoding="utf-8")
+    result = subprocess.run(
+        [str(check_jsonschema()), "--builtin-schema", "vendor.compose-spec", str(broken)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "helthcheck" in result.stdout + result.stderr
