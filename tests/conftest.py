@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -77,12 +78,8 @@ def demo_site() -> Iterator[SiteServer]:
 def sluice_env(database_url: str, redis_url: str | None = None, **extra: str) -> dict[str, str]:
     """The environment for a Sluice process under test."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLUICE_")}
-    env.update(
-        SLUICE_DATABASE_URL=database_url,
-        SLUICE_ALLOW_PRIVATE_NETWORKS="true",
-        SLUICE_EXTRACT_WORKERS="2",
-        **extra,
-    )
+    env.update({"SLUICE_DATABASE_URL": database_url, "SLUICE_ALLOW_PRIVATE_NETWORKS": "true",
+                "SLUICE_EXTRACT_WORKERS": "2", **extra})
     if redis_url:
         env["SLUICE_REDIS_URL"] = redis_url
     return env
@@ -104,41 +101,29 @@ def run_sluice(
 
 
 class WorkerProcess:
-    """A real Celery worker process over the real Redis."""
+    """A real Celery worker process over the real Redis; its log goes to a file (a pipe that
+    nobody reads would fill up and stall the worker)."""
 
     def __init__(self, env: dict[str, str], concurrency: int = 1) -> None:
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.app",
-                "worker",
-                "--loglevel=INFO",
-                f"--concurrency={concurrency}",
-                "--pool=prefork",
-                "-Q",
-                "sluice",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"test-{uuid.uuid4().hex[:6]}@%h",
-            ],
-            env=env,
-            cwd=PROJECT_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--loglevel=INFO",
+             f"--concurrency={concurrency}", "--pool=prefork", "-Q", "sluice",
+             "--without-gossip", "--without-mingle", "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
+            env=env, cwd=PROJECT_ROOT, stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self) -> str:
-        self.process.terminate()
-        try:
-            output, _ = self.process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            output, _ = self.process.communicate()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.seek(0)
+        output = self.log.read()[-5000:]
+        self.log.close()
+        os.unlink(self.log.name)
         return output
 
 

@@ -1,0 +1,229 @@
+"""Queue-driven bulk ingestion over the real Redis and Postgres, with real crawler processes and
+Celery workers: every URL ends with exactly one row in a terminal status, crashes included."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from sluice.db import articles, make_engine
+from sluice.demo.server import Reply, SiteHandler, SiteServer
+from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
+
+pytestmark = pytest.mark.integration
+
+TOTAL = 10_000
+WORDS = ("river council bridge library market harbour school budget festival museum "
+         "station garden bakery ferry clinic archive").split()
+
+
+def article(number: int) -> bytes:
+    """A small, distinct article page (about 1,300 characters of text)."""
+    words = [WORDS[(number * 7 + i * 3) % len(WORDS)] for i in range(40)]
+    sentence = " ".join(words).capitalize() + ". "
+    paragraphs = "".join(f"<p>{sentence * 2}Item {number}, part {part}.</p>"
+                         for part in range(4))
+    return (f"<html lang='en'><head><title>Story {number}</title></head><body><article>"
+            f"<h1>Story {number}</h1>{paragraphs}</article></body></html>").encode()
+
+
+KINDS = ("a",) * 14 + ("missing", "missing", "error", "json", "short", "slow")
+
+
+def kind_of(number: int) -> str:
+    """70% articles, 10% missing, 5% server errors, 5% not HTML, 5% short, 5% slow articles."""
+    return KINDS[number % len(KINDS)]
+
+
+EXPECTED = {"a": ("success", None), "slow": ("success", None),
+            "missing": ("fetch_failed", "http_404"), "error": ("fetch_failed", "http_5xx"),
+            "json": ("fetch_failed", "not_html"), "short": ("under_limit", "too_short")}
+
+
+def page_route(handler: SiteHandler) -> Reply:
+    number = int(handler.path.rsplit("/", 1)[1])
+    kind = kind_of(number)
+    html = {"Content-Type": "text/html; charset=utf-8"}
+    if kind == "missing":
+        return Reply(404, b"<html><body>gone</body></html>", html)
+    if kind == "error":
+        return Reply(503, b"<html><body>overloaded</body></html>", html)
+    if kind == "json":
+        return Reply(200, b'{"not": "html"}', {"Content-Type": "application/json"})
+    if kind == "short":
+        return Reply(200, b"<html><body><p>A short note.</p></body></html>", html)
+    if kind == "slow":
+        time.sleep(0.3)
+    return Reply(200, article(number), html)
+
+
+@pytest.fixture
+def bulk_site() -> Iterator[SiteServer]:
+    with SiteServer(Path("/nonexistent"), routes={"/p/*": page_route}) as site:
+        yield site
+
+
+def bulk_env(pg_url: str, redis_url: str) -> dict[str, str]:
+    return sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="16",
+                      SLUICE_FETCH__RETRIES="1", SLUICE_LEASE_SECONDS="20",
+                      SLUICE_SWEEP_SECONDS="5", SLUICE_VISIBILITY_TIMEOUT="30",
+                      SLUICE_EXTRACT_WORKERS="1", SLUICE_BROWSER__RENDER="never")
+
+
+def ingest(site: SiteServer, env: dict[str, str], tmp_path: Path) -> None:
+    lines = [site.url(f"/p/{number}") for number in range(TOTAL)]
+    (tmp_path / "urls.txt").write_text("\n".join(lines) + "\nnot a url\n")
+    result = subprocess.run([sys.executable, "-m", "sluice.cli", "ingest",
+                             str(tmp_path / "urls.txt")], env=env, cwd=PROJECT_ROOT,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"queued {TOTAL} URLs" in result.stdout
+    assert f"line {TOTAL + 1}: " in result.stderr
+
+
+class Crawler:
+    """A real `sluice crawler` process (its own process group, so a kill takes its pool too)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sluice.cli", "crawler", "--log-level", "WARNING"],
+            env=env, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def beat(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "beat",
+                             "-s", str(tmp_path / "beat-schedule"), "--loglevel=WARNING"],
+                            env=env, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def status_counts(database_url: str) -> dict[str, int]:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(articles.c.status, sa.func.count())
+                            .group_by(articles.c.status)).all()
+    engine.dispose()
+    return {getattr(status, "value", status): count for status, count in rows}
+
+
+def assert_every_url_terminal_once(database_url: str, site: SiteServer) -> None:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(articles.c.url, articles.c.status, articles.c.reason)).all()
+    engine.dispose()
+    assert len(rows) == TOTAL == len({row.url for row in rows})
+    wrong = [(row.url, row.status, row.reason) for row in rows
+             if (getattr(row.status, "value", row.status), row.reason)
+             != EXPECTED[kind_of(int(row.url.rsplit("/", 1)[1]))]]
+    assert not wrong, wrong[:10]
+
+
+def settled(database_url: str) -> bool:
+    counts = status_counts(database_url)
+    return sum(counts.values()) == TOTAL and not {"queued", "pending"} & set(counts)
+
+
+def run_bulk(pg_url: str, redis_url: str, site: SiteServer, tmp_path: Path,
+             chaos: bool) -> None:
+    env = bulk_env(pg_url, redis_url)
+    ingest(site, env, tmp_path)
+    workers = [WorkerProcess(env), WorkerProcess(env)]
+    scheduler = beat(env, tmp_path)
+    crawlers = [Crawler(env), Crawler(env)]
+    try:
+        if chaos:
+            half = TOTAL // 2
+            assert wait_until(lambda: sum(status_counts(pg_url).get(s, 0) for s in
+                                          ("success", "fetch_failed", "under_limit")) >= half,
+                              timeout=600, interval=1)
+            crawlers[0].kill()
+            assert wait_until(lambda: status_counts(pg_url).get("pending", 0) > 0,
+                              timeout=120, interval=0.1)
+            workers[0].process.kill()  # SIGKILL, mid-task
+            crawlers[0] = Crawler(env)
+            workers[0] = WorkerProcess(env)
+        assert wait_until(lambda: settled(pg_url), timeout=900, interval=2), status_counts(pg_url)
+    finally:
+        for crawler in crawlers:
+            crawler.stop()
+        for worker in workers:
+            worker.stop()
+        scheduler.terminate()
+        scheduler.wait()
+    assert_every_url_terminal_once(pg_url, site)
+
+
+def test_ten_thousand_urls_two_crawlers_two_workers(
+    pg_url: str, redis_url: str, bulk_site: SiteServer, tmp_path: Path
+) -> None:
+    run_bulk(pg_url, redis_url, bulk_site, tmp_path, chaos=False)
+
+
+def test_crawler_and_worker_killed_halfway_lose_nothing(
+    pg_url: str, redis_url: str, bulk_site: SiteServer, tmp_path: Path
+) -> None:
+    run_bulk(pg_url, redis_url, bulk_site, tmp_path, chaos=True)
+
+
+class InFlight:
+    """Counts requests being served at once, to catch two crawlers hammering one site."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def route(self, handler: SiteHandler) -> Reply:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(0.2)
+        with self.lock:
+            self.now -= 1
+        number = int(handler.path.rsplit("/", 1)[1])
+        return Reply(200, article(number), {"Content-Type": "text/html"})
+
+
+def test_two_crawlers_share_the_per_site_concurrency(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    counter = InFlight()
+    with SiteServer(Path("/nonexistent"), routes={"/p/*": counter.route}) as site:
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="3",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        lines = "\n".join(site.url(f"/p/{number}") for number in range(120))
+        (tmp_path / "urls.txt").write_text(lines)
+        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        crawlers = [Crawler(env), Crawler(env)]
+        try:
+            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
+                              and len(site.hits) >= 120, timeout=300, interval=1)
+        finally:
+            for crawler in crawlers:
+                crawler.stop()
+    assert counter.peak <= 3
+    assert counter.peak >= 2  # both crawlers did work at once, within the limit
+
