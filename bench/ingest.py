@@ -20,6 +20,7 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
+from bench.memory import tree_peak_mb
 from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.demo.server import SiteServer
@@ -27,31 +28,6 @@ from tests.conftest import PROJECT_ROOT, create_pg_database, drop_pg_database, s
 from tests.integration.test_bulk_ingest import page_route
 
 REDIS_DB = "redis://127.0.0.1:6379/8"
-
-
-def tree_peak_mb(pid: int) -> float:
-    """Peak resident memory (VmHWM) of a process plus its children, in MB."""
-    total = 0
-    for child in [pid, *_children(pid)]:
-        try:
-            for line in Path(f"/proc/{child}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found += [int(entry), *_children(int(entry))]
-    return found
 
 
 def queued(database_url: str) -> int:

@@ -6,6 +6,7 @@ The crawl itself runs in a child process (`python -m crawler.run`); this side re
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from sluice.config import Settings
 from sluice.db import crawl_runs, make_engine
 from sluice.db.models import articles
 from sluice.db.store import utcnow
+from sluice.records import Status
 
 Progress = Callable[[Mapping[str, int], float], None]
 
@@ -53,30 +55,54 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
                         poll_seconds: float) -> CrawlReport:
     engine = make_engine(settings.database_url)
     started = utcnow()
+    clock = time.monotonic()
     with engine.begin() as conn:
         run_id = conn.execute(crawl_runs.insert().values(source=source, started_at=started)
                               .returning(crawl_runs.c.id)).scalar_one()
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
-        handle.write("\n".join(lines))
-    child = subprocess.Popen([sys.executable, "-m", "crawler.run", mode, handle.name,
-                              "--source", source], env={**os.environ, **(env or {})})
-    clock = time.monotonic()
-    try:
-        while child.poll() is None:
-            time.sleep(poll_seconds)
-            if progress is not None:
-                progress(_counts_since(engine, started), time.monotonic() - clock)
-    finally:
-        if child.poll() is None:
-            child.terminate()
-        exit_code = child.wait()
-        os.unlink(handle.name)
+
+    def watch() -> None:
+        if progress is not None:
+            progress(_counts_since(engine, started), time.monotonic() - clock)
+
+    exit_code = _run_child(mode, lines, source, env, watch, poll_seconds)
+    leftover = _queued_since(engine, started) if settings.embedded else []
+    if leftover:
+        # Embedded crawls have no sweep: a URL whose request was lost (a crashed child, a
+        # callback that failed) is fetched once more here, so every URL ends with a row.
+        entries = [json.dumps({"url": url}) for url in leftover]
+        retry_code = _run_child("--urls-file", entries, source, env, watch, poll_seconds)
+        exit_code = exit_code or retry_code
     counts = _counts_since(engine, started)
     with engine.begin() as conn:
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
             finished_at=utcnow(), counts=counts, urls_discovered=sum(counts.values())))
     engine.dispose()
     return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock)
+
+
+def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, str] | None,
+               watch: Callable[[], None], poll_seconds: float) -> int:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+        handle.write("\n".join(lines))
+    child = subprocess.Popen([sys.executable, "-m", "crawler.run", mode, handle.name,
+                              "--source", source], env={**os.environ, **(env or {})})
+    try:
+        while child.poll() is None:
+            time.sleep(poll_seconds)
+            watch()
+    finally:
+        if child.poll() is None:
+            child.terminate()
+        exit_code = child.wait()
+        os.unlink(handle.name)
+    return exit_code
+
+
+def _queued_since(engine: sa.Engine, started: object) -> list[str]:
+    query = sa.select(articles.c.url).where(articles.c.status == Status.QUEUED,
+                                            articles.c.updated_at >= started)
+    with engine.connect() as conn:
+        return list(conn.execute(query).scalars())
 
 
 def _counts_since(engine: sa.Engine, started: object) -> dict[str, int]:

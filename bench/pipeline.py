@@ -1,0 +1,175 @@
+"""The whole pipeline against its extractor: `python -m bench.pipeline [--pages N]`.
+
+Serves WCXB dev pages (../shared/data) on 127.0.0.1 and, in one run, measures:
+- bare extraction: `sluice.extraction.extract` over the same pages on all cores, no crawling;
+- embedded: one crawl (fetch, extract, gate, classify, store) into a fresh SQLite database;
+- distributed: the same pages ingested into Postgres + Redis, one crawler process and one Celery
+  worker, until every row is settled.
+Prints pages/s for each, the ratio to bare extraction (target: at least 0.7), and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from multiprocessing import Pool
+from pathlib import Path
+
+import redis
+import sqlalchemy as sa
+
+from bench.memory import tree_peak_mb
+from sluice.db import articles, make_engine
+from sluice.db.migrate import upgrade
+from sluice.db.store import as_utc
+from sluice.demo.server import Reply, SiteServer
+from tests.conftest import PROJECT_ROOT, create_pg_database, drop_pg_database, sluice_env
+from tests.data import SHARED_DATA
+from tests.sites import rss
+
+REDIS_DB = "redis://127.0.0.1:6379/7"
+
+
+def load_pages(limit: int) -> dict[str, bytes]:
+    root = SHARED_DATA / "wcxb-dev"
+    if not root.exists():
+        sys.exit("development data not found at ../shared/data/wcxb-dev; see the README")
+    files = sorted((root / "dev" / "html").glob("*.html.gz"))[:limit]
+    return {f"/w/{path.name[:-8]}": gzip.decompress(path.read_bytes()) for path in files}
+
+
+def _extract_one(html: bytes) -> int:
+    from sluice.extraction import extract
+
+    return len(extract(html).text)
+
+
+def bare_extraction_rate(pages: dict[str, bytes]) -> float:
+    bodies = list(pages.values())
+    with Pool(os.cpu_count()) as pool:
+        pool.map(_extract_one, bodies[:8])  # warm up: imports in every process
+        start = time.monotonic()
+        pool.map(_extract_one, bodies, chunksize=4)
+        return len(bodies) / (time.monotonic() - start)
+
+
+def settled(database_url: str, total: int) -> bool:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        done = conn.execute(sa.select(sa.func.count()).where(
+            articles.c.status.notin_(["queued", "pending"]))).scalar_one()
+    engine.dispose()
+    return int(done) >= total
+
+
+def busy_seconds(database_url: str) -> float:
+    """From the first page fetched to the last row settled: the pipeline's own time, without
+    process start-up (imports, the extraction pool) or idle waiting."""
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        first, last = conn.execute(sa.select(sa.func.min(articles.c.fetched_at),
+                                             sa.func.max(articles.c.updated_at))).one()
+    engine.dispose()
+    first, last = as_utc(_parse(first)), as_utc(_parse(last))
+    assert first is not None and last is not None
+    return (last - first).total_seconds()
+
+
+def _parse(value: object) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value  # type: ignore[return-value]
+
+
+def run_until_settled(command: list[str], env: dict[str, str], database_url: str, total: int
+                      ) -> tuple[float, float]:
+    """Start a process, wait until every row is settled; returns (busy seconds, peak MB)."""
+    process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0.0
+    while not settled(database_url, total):
+        peak = max(peak, tree_peak_mb(process.pid))
+        if process.poll() is not None and not settled(database_url, total):
+            break
+        time.sleep(0.5)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=120)
+    return busy_seconds(database_url), peak
+
+
+def embedded_run(site: SiteServer, paths: list[str], work: Path) -> tuple[float, float]:
+    url = f"sqlite:///{work / 'embedded.db'}"
+    upgrade(url)
+    feeds = work / "feeds.txt"
+    feeds.write_text(site.url("/feed.xml"))
+    env = sluice_env(url, SLUICE_BROWSER__RENDER="never", SLUICE_FETCH__PER_SITE_CONCURRENCY="16",
+                     SLUICE_EXTRACT_WORKERS=str(os.cpu_count()))
+    command = [sys.executable, "-m", "crawler.run", "--feeds-file", str(feeds)]
+    return run_until_settled(command, env, url, len(paths))
+
+
+def distributed_run(site: SiteServer, paths: list[str], work: Path) -> tuple[float, float]:
+    client = redis.Redis.from_url(REDIS_DB)
+    client.flushdb()
+    database_url = create_pg_database()
+    try:
+        upgrade(database_url)
+        env = sluice_env(database_url, REDIS_DB, SLUICE_BROWSER__RENDER="never",
+                         SLUICE_FETCH__PER_SITE_CONCURRENCY="16",
+                         SLUICE_EXTRACT_WORKERS=str(os.cpu_count()))
+        urls = work / "urls.txt"
+        urls.write_text("\n".join(site.url(path) for path in paths))
+        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(urls)], env=env,
+                       cwd=PROJECT_ROOT, check=True, capture_output=True)
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "worker",
+                                   "-Q", "sluice", "--concurrency=1", "--loglevel=ERROR"],
+                                  env=env, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            return run_until_settled([sys.executable, "-m", "crawler.run", "--queue"], env,
+                                     database_url, len(paths))
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    finally:
+        drop_pg_database(database_url)
+        client.flushdb()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pages", type=int, default=600)
+    parser.add_argument("--skip-distributed", action="store_true")
+    args = parser.parse_args()
+    pages = load_pages(args.pages)
+    bare = bare_extraction_rate(pages)
+    routes = {path: (lambda handler, body=body: Reply(200, body, {"Content-Type": "text/html"}))
+              for path, body in pages.items()}
+    with tempfile.TemporaryDirectory() as work_dir, \
+            SiteServer(Path(work_dir), routes=routes) as site:  # type: ignore[arg-type]
+        paths = list(pages)
+        feed = rss([site.url(path) for path in paths]).encode()
+        site.routes["/feed.xml"] = lambda handler: Reply(200, feed,
+                                                         {"Content-Type": "application/rss+xml"})
+        results = {"embedded (SQLite)": embedded_run(site, paths, Path(work_dir))}
+        if not args.skip_distributed:
+            results["distributed (Postgres + Redis, 1 worker)"] = distributed_run(
+                site, paths, Path(work_dir))
+    print(json.dumps({"pages": len(pages), "cores": os.cpu_count()}))
+    print(f"{'bare extraction, all cores':44} {bare:7.1f} pages/s   1.00x")
+    for name, (seconds, peak) in results.items():
+        rate = len(pages) / seconds
+        print(f"{name:44} {rate:7.1f} pages/s   {rate / bare:.2f}x   peak {peak:.0f} MB "
+              "(crawler process tree)")
+    print("target: full pipeline at least 0.7x the bare extraction rate")
+
+
+if __name__ == "__main__":
+    main()
