@@ -72,7 +72,10 @@ def reason_for_failure(failure: Failure) -> str:
     if isinstance(value, (twisted_error.ConnectionRefusedError, DownloadConnectionRefusedError)):
         return "connection_refused"
     if isinstance(value, DownloadCancelledError):
-        return _reason_for_response_failure(value)
+        # Scrapy cancels a download only when its body outgrows DOWNLOAD_MAXSIZE (declared or
+        # streamed: the streamed case carries no message); running out of time raises
+        # DownloadTimeoutError instead.
+        return "too_large"
     if isinstance(value, ResponseDataLossError):
         return "connection_lost"
     if isinstance(value, IgnoreRequest):

@@ -1,0 +1,28 @@
+"""Redirect hops belong to the URL they started from and are never dropped as duplicates.
+
+Scrapy's redirect middleware builds each hop from the request it follows, and the scheduler's
+duplicate filter then drops a hop whose URL was already requested: a redirect loop, or a chain
+that passes through another listed URL. The dropped hop has no callback and no errback, so the
+URL it started from would never get a row. Marking article requests `dont_filter` before they
+are downloaded makes every hop inherit it; `REDIRECT_MAX_TIMES` still bounds loops, and ends
+them as `fetch_failed`/`too_many_redirects`.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+
+class RedirectHopsMiddleware:
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls()
+
+    def process_request(self, request: Request) -> None:
+        # Only article and feed requests carry a row; Scrapy's own (robots.txt) keep the filter.
+        if "sluice_url" in request.meta or "sluice_feed" in request.meta:
+            request.dont_filter = True
+        return None

@@ -1,0 +1,66 @@
+"""Helpers for the fault tests: real crawl processes against hostile servers, rows read back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from sluice.db import articles, make_engine
+from tests.conftest import PROJECT_ROOT, sluice_env
+
+# Generous: these run on a loaded 2-core machine.
+CRAWL_TIMEOUT = 600
+
+
+def fault_env(database_url: str, redis_url: str | None = None, **extra: str) -> dict[str, str]:
+    """A crawl environment with short limits, so hostile cases end in seconds, not minutes."""
+    return sluice_env(database_url, redis_url, **{
+        "SLUICE_FETCH__TIMEOUT": "6", "SLUICE_FETCH__MAX_BYTES": str(1 << 20),
+        "SLUICE_FETCH__RETRIES": "1", "SLUICE_GATE__MIN_CHARS": "200",
+        "SLUICE_BROWSER__RENDER": "never", "SLUICE_EXTRACT_WORKERS": "1", **extra})
+
+
+def crawl_urls(urls: list[str], env: dict[str, str], tmp_path: Path,
+               timeout: float = CRAWL_TIMEOUT) -> dict[str, Any]:
+    """Fetch article URLs in one real crawl process; returns its Scrapy stats (and stderr)."""
+    urls_file = tmp_path / "urls.jsonl"
+    urls_file.write_text("\n".join(json.dumps({"url": url}) for url in urls))
+    return _crawl(["--urls-file", str(urls_file)], env, tmp_path, timeout)
+
+
+def crawl_feeds(feeds: list[str], env: dict[str, str], tmp_path: Path,
+                timeout: float = CRAWL_TIMEOUT) -> dict[str, Any]:
+    feeds_file = tmp_path / "feeds.txt"
+    feeds_file.write_text("\n".join(feeds))
+    return _crawl(["--feeds-file", str(feeds_file)], env, tmp_path, timeout)
+
+
+def _crawl(args: list[str], env: dict[str, str], tmp_path: Path,
+           timeout: float) -> dict[str, Any]:
+    stats_file = tmp_path / "stats.json"
+    stats_file.unlink(missing_ok=True)
+    result = subprocess.run([sys.executable, "-m", "crawler.run", *args, "--stats-file",
+                             str(stats_file)], env=env, cwd=PROJECT_ROOT, capture_output=True,
+                            text=True, timeout=timeout, check=False)
+    assert stats_file.exists(), result.stderr[-3000:]
+    stats: dict[str, Any] = json.loads(stats_file.read_text())
+    stats["_stderr"] = result.stderr
+    return stats
+
+
+def all_rows(database_url: str) -> dict[str, sa.Row[Any]]:
+    """{url: row} for every row of `articles`."""
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(articles)).all()
+    engine.dispose()
+    return {row.url: row for row in rows}
+
+
+def status_of(row: sa.Row[Any]) -> tuple[str, str | None]:
+    return getattr(row.status, "value", row.status), row.reason

@@ -1,0 +1,85 @@
+"""Hostile responses: each ends as one explained row, and the crawl goes on.
+
+One crawl process fetches every case from the hostile server; each URL must end in the status
+and reason the README's "When things go wrong" table promises.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import all_rows, crawl_urls, fault_env, status_of
+from tests.faults.hostile import HostileServer, charset_pages
+
+pytestmark = pytest.mark.integration
+
+FAILED = "fetch_failed"
+EXPECTED: dict[str, tuple[str, str | None]] = {
+    "/html/plain": ("success", None),
+    "/file.pdf": (FAILED, "not_html"),
+    "/image.png": (FAILED, "not_html"),
+    "/data.json": (FAILED, "not_html"),
+    "/untyped-pdf": (FAILED, "not_html"),
+    "/big-declared": (FAILED, "too_large"),
+    "/big-streamed": (FAILED, "too_large"),
+    "/gzip-bomb": (FAILED, "too_large"),
+    "/loop/a": (FAILED, "too_many_redirects"),
+    "/chain/0": (FAILED, "too_many_redirects"),
+    "/chain/8": ("success", None),
+    "/slow-drip": (FAILED, "timeout"),
+    "/truncated": ("success", None),
+    "/lying-length": (FAILED, "connection_lost"),
+    "/malformed": ("success", None),
+    "/empty": ("under_limit", "no_text"),
+    "/rate-limited": (FAILED, "http_429"),
+    "/rate-limited-once": ("success", None),
+    **{path: ("success", None) for path in charset_pages()},
+}
+
+
+def test_every_hostile_response_is_one_explained_row(pg_url: str, tmp_path: Path) -> None:
+    with HostileServer() as server:
+        started = time.monotonic()
+        stats = crawl_urls([server.url(path) for path in [*EXPECTED, "/mojibake"]],
+                           fault_env(pg_url), tmp_path)
+        elapsed = time.monotonic() - started
+        rows = all_rows(pg_url)
+        hits = server.hits
+    assert stats["finish_reason"] == "finished", stats["_stderr"][-3000:]
+    got = {path: status_of(rows[server.url(path)]) for path in EXPECTED
+           if server.url(path) in rows}
+    assert got == EXPECTED
+    assert status_of(rows[server.url("/mojibake")])[0] in ("success", "under_limit")
+    # The slow drip is cut by the total time limit, not left to trickle forever.
+    assert elapsed < 240
+    # Retry-After was obeyed, and the retries are bounded.
+    assert hits["/rate-limited"] == 2
+    assert hits["/rate-limited-once"] == 2
+
+
+def test_charsets_decode_to_the_right_text(pg_url: str, tmp_path: Path) -> None:
+    pages = charset_pages()
+    with HostileServer() as server:
+        crawl_urls([server.url(path) for path in pages], fault_env(pg_url), tmp_path)
+        rows = all_rows(pg_url)
+        texts = {path: rows[server.url(path)].text or "" for path in pages}
+    wrong = {path: texts[path][:80] for path, (_, _, phrase) in pages.items()
+             if phrase.lower() not in texts[path].lower()}
+    assert not wrong
+
+
+@pytest.mark.parametrize("robots", ["huge", "malformed", "slow"])
+def test_hostile_robots_txt_never_stops_the_crawl(pg_url: str, tmp_path: Path,
+                                                  robots: str) -> None:
+    with HostileServer(robots=robots) as server:
+        stats = crawl_urls([server.url("/html/one"), server.url("/private/two")],
+                           fault_env(pg_url), tmp_path)
+        rows = all_rows(pg_url)
+    assert stats["finish_reason"] == "finished"
+    assert status_of(rows[server.url("/html/one")]) == ("success", None)
+    # A readable rule inside a malformed file is still obeyed; an unreadable file allows all.
+    expected = (FAILED, "robots_disallowed") if robots == "malformed" else ("success", None)
+    assert status_of(rows[server.url("/private/two")]) == expected
