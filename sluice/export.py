@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 FORMATS = ("jsonl", "csv", "parquet")
 BATCH_ROWS = 1_000
 ROW_GROUP_ROWS = 5_000
+# Columns whose values are nearly all distinct: a dictionary would only cost memory.
+UNDICTIONARIED = frozenset({"url", "final_url", "title", "text", "content", "content_hash",
+                            "suitability_reason"})
 # In-flight bookkeeping, not article data.
 INTERNAL_COLUMNS = frozenset({"attempts", "lease_until"})
 EXPORT_COLUMNS = tuple(column.name for column in articles.columns
@@ -116,30 +119,34 @@ def write_csv(batches: Iterable[list[Row]], out: TextIO, columns: Sequence[str])
 
 def write_parquet(batches: Iterable[list[Row]], out: str | BinaryIO,
                   columns: Sequence[str], row_group_rows: int = ROW_GROUP_ROWS) -> int:
+    """Each cursor batch becomes a compact Arrow record batch at once; a row group is written
+    whenever `row_group_rows` rows have gathered, so at most one row group is held in memory."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = parquet_schema(columns)
-    count = 0
-    with pq.ParquetWriter(out, schema, compression="zstd") as writer:
-        for group in _regroup(batches, row_group_rows):
-            rows = [{name: _parquet_value(row[name]) for name in columns} for row in group]
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema),
-                               row_group_size=row_group_rows)
-            count += len(group)
+    pending: list[Any] = []
+    pending_rows = count = 0
+    dictionary = [name for name in columns if name not in UNDICTIONARIED]
+    with pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=dictionary) as writer:
+        for batch in batches:
+            rows = [{name: _parquet_value(row[name]) for name in columns} for row in batch]
+            pending.append(pa.RecordBatch.from_pylist(rows, schema=schema))
+            pending_rows += len(batch)
+            if pending_rows >= row_group_rows:
+                count += _write_row_group(writer, pending, schema)
+                pending, pending_rows = [], 0
+        if pending:
+            count += _write_row_group(writer, pending, schema)
     return count
 
 
-def _regroup(batches: Iterable[list[Row]], size: int) -> Iterator[list[Row]]:
-    """Cursor batches re-cut into row groups of `size` rows (the last one shorter)."""
-    group: list[Row] = []
-    for batch in batches:
-        group.extend(batch)
-        while len(group) >= size:
-            yield group[:size]
-            group = group[size:]
-    if group:
-        yield group
+def _write_row_group(writer: Any, record_batches: list[Any], schema: Any) -> int:
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(record_batches, schema=schema)
+    writer.write_table(table, row_group_size=table.num_rows)
+    return int(table.num_rows)
 
 
 def _parquet_value(value: Any) -> Any:
