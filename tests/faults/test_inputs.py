@@ -1,0 +1,65 @@
+"""Bad lines in feed lists and ingest files: each is reported with its line number and reason,
+and every good line of the batch is still used."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sluice.inputs import read_url_list
+from tests.conftest import run_sluice, sluice_env
+from tests.faults.conftest import all_rows
+
+pytestmark = pytest.mark.integration
+
+GOOD = ["http://127.0.0.1:9/a", "https://127.0.0.1:9/b?x=1", "http://127.0.0.1:9/caf%C3%A9"]
+# (raw line, the reason it must be reported with; None for lines silently skipped)
+LINES: list[tuple[bytes, str | None]] = [
+    (b"# a comment", None),
+    (b"", None),
+    (b"   \t", None),
+    (GOOD[0].encode(), "ok"),
+    (b"file:///etc/passwd", "unsupported_scheme"),
+    (b"ftp://127.0.0.1/pub/file", "unsupported_scheme"),
+    (b"javascript:alert(1)", "unsupported_scheme"),
+    (b"data:text/html,<h1>hi</h1>", "unsupported_scheme"),
+    (b"http://", "invalid_url"),
+    (b"http://[::1", "invalid_url"),
+    (b"http://127.0.0.1:99999/x", "invalid_url"),
+    (b"not a url", "unsupported_scheme"),
+    (("http://127.0.0.1:9/" + "a" * 5000).encode(), "url_too_long"),
+    (GOOD[1].encode(), "ok"),
+    (GOOD[0].encode() + b"#fragment", "duplicate"),
+    (b'{"url": "http://127.0.0.1:9/c", ', "invalid_json"),
+    (b'{"link": "http://127.0.0.1:9/d"}', "invalid_json"),
+    (b"http://127.0.0.1:9/caf\xc3\xa9", "ok"),  # UTF-8
+    (b"http://127.0.0.1:9/caf\xe9", "duplicate"),  # the same URL in Latin-1
+    (b"\xff\xfe\x00\x00garbage", "unsupported_scheme"),
+    (b"http://exa\x00mple.com/", "invalid_url"),
+]
+
+
+def expected_problems() -> dict[int, str]:
+    return {number: reason for number, (_, reason) in enumerate(LINES, start=1)
+            if reason not in (None, "ok")}
+
+
+def test_url_list_reports_each_bad_line() -> None:
+    listed = read_url_list(line for line, _ in LINES)
+    assert [item.url for item in listed.urls] == GOOD
+    assert {problem.line: problem.reason for problem in listed.problems} == expected_problems()
+
+
+def test_ingest_file_with_bad_lines_queues_the_rest(pg_url: str, redis_url: str,
+                                                   tmp_path: Path) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_bytes(b"\n".join(line for line, _ in LINES) + b"\n")
+    result = run_sluice("ingest", str(path), env=sluice_env(pg_url, redis_url))
+    assert result.returncode == 0, result.stderr
+    assert f"queued {len(GOOD)} URLs" in result.stdout
+    reported = {int(number): reason for number, reason in
+                re.findall(r"line (\d+): (\w+):", result.stderr)}
+    assert reported == expected_problems()
+    assert sorted(all_rows(pg_url)) == sorted(GOOD)
