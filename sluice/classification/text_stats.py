@@ -32,7 +32,7 @@ def word_equivalents(text: str) -> float:
 
 def cjk_share(text: str) -> float:
     """The share of non-space characters that are Hangul, Han or Kana."""
-    letters = sum(1 for ch in text if not ch.isspace())
+    letters = len(text) - sum(text.count(space) for space in " \n\t\r\u00a0\u3000")
     if not letters:
         return 0.0
     return (count_hangul(text) + count_han_kana(text)) / letters
