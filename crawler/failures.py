@@ -19,7 +19,9 @@ from twisted.internet import error as twisted_error
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from crawler.resolver import was_blocked
 from sluice.errors import SluiceError
+from sluice.urls import host_of
 
 _LOGIN_PATH = re.compile(
     r"/(log-?in|sign-?in|signin|auth|sso|account/login|users?/login|session/new|subscribe/login)"
@@ -65,7 +67,7 @@ def reason_for_failure(failure: Failure) -> str:
     if isinstance(value, HttpError):
         return reason_for_status(value.response.status) or "http_error"
     if isinstance(value, (twisted_error.DNSLookupError, CannotResolveHostError)):
-        return "dns_error"
+        return "blocked_address" if _blocked_at_connection(failure) else "dns_error"
     if isinstance(value, (twisted_error.TimeoutError, twisted_error.TCPTimedOutError,
                           DownloadTimeoutError)):
         return "timeout"
@@ -86,6 +88,12 @@ def reason_for_failure(failure: Failure) -> str:
     if isinstance(value, (twisted_error.ConnectError, DownloadFailedError)):
         return _reason_for_response_failure(value)
     return "fetch_error"
+
+
+def _blocked_at_connection(failure: Failure) -> bool:
+    """A lookup the public-address resolver refused (see crawler/resolver.py)."""
+    request = getattr(failure, "request", None)
+    return request is not None and was_blocked(host_of(request.url))
 
 
 def _reason_for_ignored(message: str) -> str:

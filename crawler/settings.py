@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.middlewares.render import browser_settings
+from crawler.middlewares.ssrf import ssrf_settings
 from sluice.config import Settings, get_settings
 from sluice.frontier import SCHEDULER_KEY
 
@@ -60,6 +61,7 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
         "LOG_LEVEL": "INFO",
         "SLUICE_SETTINGS": settings,
         **browser_settings(settings),
+        **ssrf_settings(settings, browser_settings(settings)),
         **(shared_frontier_settings(settings.redis_url)
            if shared_frontier and settings.redis_url else {}),
     }

@@ -138,6 +138,21 @@ def is_public_address(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
+def check_host_allowed(host: str, *, allow_private: bool) -> None:
+    """Raise `BlockedAddress` for a host refused by its name alone (a cloud metadata name, or an
+    IP literal that is not public), before any lookup is made."""
+    if allow_private:
+        return
+    name = host.strip("[]").lower().rstrip(".")
+    if name in _METADATA_HOSTS:
+        raise BlockedAddress(f"{host} is a cloud metadata host", "blocked_address")
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return
+    check_address_allowed(host, name, allow_private=False)
+
+
 def check_address_allowed(host: str, address: str, *, allow_private: bool) -> None:
     """Raise `BlockedAddress` when `host`, resolved to `address`, may not be fetched."""
     if allow_private:

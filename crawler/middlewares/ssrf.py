@@ -1,15 +1,18 @@
 """Refuse requests to loopback, private, link-local, multicast and cloud-metadata addresses.
 
 The host is resolved here and every resolved address must be public; redirects come back
-through this middleware as new requests, so every hop is checked. Off with
-`SLUICE_ALLOW_PRIVATE_NETWORKS=true` (tests, intranets).
+through this middleware as new requests, so every hop is checked. This is the early, cheap
+check that gives the row its reason; the address actually connected to is checked again by the
+resolver (`crawler/resolver.py`), and the browser's own requests by `crawler/browser_guard.py`.
+`ssrf_settings` installs all three. Off with `SLUICE_ALLOW_PRIVATE_NETWORKS=true` (tests,
+intranets).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Self
+from typing import Any, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -17,7 +20,18 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from sluice.config import Settings, get_settings
 from sluice.errors import BlockedAddress
-from sluice.urls import check_address_allowed, host_of
+from sluice.urls import check_address_allowed, check_host_allowed, host_of
+
+
+def ssrf_settings(settings: Settings, browser: dict[str, Any]) -> dict[str, Any]:
+    """The Scrapy settings that refuse non-public addresses (none when they are allowed);
+    `browser` is the browser's own settings, whose request filter is replaced."""
+    if settings.allow_private_networks:
+        return {}
+    guard = {"DNS_RESOLVER": "crawler.resolver.PublicAddressResolver"}
+    if browser:
+        guard["PLAYWRIGHT_ABORT_REQUEST"] = "crawler.browser_guard.abort_private_request"
+    return guard
 
 
 class BlockedRequest(IgnoreRequest):
@@ -40,6 +54,7 @@ class SSRFGuardMiddleware:
     async def process_request(self, request: Request) -> None:
         host = host_of(request.url)
         try:
+            check_host_allowed(host, allow_private=False)
             for address in await _resolve(host):
                 check_address_allowed(host, address, allow_private=False)
         except BlockedAddress as exc:
