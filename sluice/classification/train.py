@@ -107,20 +107,22 @@ def _aligned(
     return out
 
 
-def out_of_fold_text(data: TrainingSet, index: np.ndarray, classes: Sequence[str]) -> np.ndarray:
+def out_of_fold_text(
+    data: TrainingSet, index: np.ndarray, classes: Sequence[str], folds: int = INNER_FOLDS
+) -> np.ndarray:
     """Text-model probabilities for `index`, each predicted by a model that never saw its site."""
     from sklearn.model_selection import GroupKFold
 
     out = np.zeros((len(index), len(classes)))
     documents = np.array(data.documents, dtype=object)
-    for fit, held in GroupKFold(INNER_FOLDS).split(index, groups=data.groups[index]):
+    for fit, held in GroupKFold(folds).split(index, groups=data.groups[index]):
         model = new_text_model().fit(documents[index[fit]], data.types[index[fit]])
         proba = model.predict_proba(documents[index[held]])
         out[held] = _aligned(proba, model.classes_, classes)
     return out
 
 
-def fit(data: TrainingSet, index: np.ndarray) -> dict[str, Any]:
+def fit(data: TrainingSet, index: np.ndarray, inner_folds: int = INNER_FOLDS) -> dict[str, Any]:
     """Train on the pages at `index`: the text model, then the stacked page-type model."""
     import sklearn
 
@@ -128,7 +130,7 @@ def fit(data: TrainingSet, index: np.ndarray) -> dict[str, Any]:
     text_model = new_text_model().fit(
         np.array(data.documents, dtype=object)[index], data.types[index]
     )
-    stacked = np.hstack([data.features[index], out_of_fold_text(data, index, classes)])
+    stacked = np.hstack([data.features[index], out_of_fold_text(data, index, classes, inner_folds)])
     model = new_type_model().fit(stacked, data.types[index], sample_weight=data.weights[index])
     if list(text_model.classes_) != classes or list(model.classes_) != classes:
         raise RuntimeError("text and type models disagree on the page types")
@@ -142,7 +144,9 @@ def fit(data: TrainingSet, index: np.ndarray) -> dict[str, Any]:
     }
 
 
-def grouped_cv_probabilities(data: TrainingSet, folds: int = 5) -> tuple[list[str], np.ndarray]:
+def grouped_cv_probabilities(
+    data: TrainingSet, folds: int = 5, inner_folds: int = INNER_FOLDS
+) -> tuple[list[str], np.ndarray]:
     """Page-type probabilities of every page from a model that never saw the page's site."""
     from sklearn.model_selection import GroupKFold
 
@@ -152,7 +156,7 @@ def grouped_cv_probabilities(data: TrainingSet, folds: int = 5) -> tuple[list[st
     out = np.zeros((len(data.samples), len(classes)))
     splits = GroupKFold(folds).split(data.features, groups=data.groups)
     for number, (train, test) in enumerate(splits):
-        model = PageTypeModel(fit(data, train))
+        model = PageTypeModel(fit(data, train, inner_folds))
         documents = [data.documents[i] for i in test]
         stacked = np.hstack([data.features[test], model.text_probabilities(documents)])
         out[test] = _aligned(model.predict_rows(stacked), model.classes, classes)
