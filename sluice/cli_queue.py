@@ -120,8 +120,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
         console.print("nothing to retry")
         return 0
     if not settings.redis_url:
-        entries = [json.dumps({"url": url}) for url, _ in rows]
-        return _crawl_retry(entries)
+        return _crawl_retry([json.dumps({"url": url}) for url, _ in rows])
     client = frontier.connect(settings.redis_url)
     entries = [frontier.FrontierEntry(url=url, source=source, retry=True) for url, source in rows]
     pushed = frontier.push(client, entries, frontier.PRIORITY_RETRY)

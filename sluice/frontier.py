@@ -73,11 +73,15 @@ def push(client: redis.Redis, entries: Iterable[FrontierEntry], priority: int,
     for entry in entries:
         batch[entry.to_json()] = score(priority, now)
         if len(batch) >= chunk:
-            added += int(client.zadd(FRONTIER_KEY, batch, nx=True))
+            added += _zadd_new(client, batch)
             batch = {}
     if batch:
-        added += int(client.zadd(FRONTIER_KEY, batch, nx=True))
+        added += _zadd_new(client, batch)
     return added
+
+
+def _zadd_new(client: redis.Redis, batch: dict[str, float]) -> int:
+    return int(client.zadd(FRONTIER_KEY, batch, nx=True))  # type: ignore[arg-type]
 
 
 def depth(client: redis.Redis) -> dict[str, int]:
@@ -93,7 +97,7 @@ def crawler_heartbeats(client: redis.Redis, max_age: float = 60.0) -> dict[str, 
     for name, raw in client.hgetall(CRAWLERS_KEY).items():
         data = json.loads(raw)
         if now - float(data.get("at", 0)) <= max_age:
-            beats[name.decode()] = data
+            beats[name.decode() if isinstance(name, bytes) else name] = data
     return beats
 
 

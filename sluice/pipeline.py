@@ -112,10 +112,12 @@ def verdict_values(verdict: Verdict) -> dict[str, Any]:
 
 def extraction_from_row(row: sa.Row[Any]) -> Extraction:
     """Rebuild the extraction a stored row came from, so classifying never re-extracts."""
-    structure = row.structure or {}
+    counts = {name: int((row.structure or {}).get(name, 0)) for name in STRUCTURE_FIELDS}
     return Extraction(text=row.text or "", title=row.title, author=row.author,
                       published=row.published_at, language=row.language, sitename=row.sitename,
-                      **{name: int(structure.get(name, 0)) for name in STRUCTURE_FIELDS})
+                      n_paragraphs=counts["n_paragraphs"], n_list_items=counts["n_list_items"],
+                      n_headings=counts["n_headings"], n_links=counts["n_links"],
+                      link_chars=counts["link_chars"], n_table_cells=counts["n_table_cells"])
 
 
 def classify_stored(engine: sa.Engine, url: str, gate: GateOptions) -> Status | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -110,7 +111,13 @@ class WorkerProcess:
             [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--loglevel=INFO",
              f"--concurrency={concurrency}", "--pool=prefork", "-Q", "sluice",
              "--without-gossip", "--without-mingle", "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
-            env=env, cwd=PROJECT_ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+            env=env, cwd=PROJECT_ROOT, stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and pool), as when its machine dies."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
     def stop(self) -> str:
         if self.process.poll() is None:

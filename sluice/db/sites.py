@@ -39,13 +39,13 @@ def record_render_outcomes(conn: sa.Connection, outcomes: Sequence[tuple[str, bo
     for host, needed_browser in outcomes:
         shares[host] = update_js_share(shares.get(host), needed_browser)
     now = utcnow()
-    rows = [{"host": host, "js_share": share, "render_mode": mode_for_share(share or 0.0),
-             "render_learned_at": now, "updated_at": now} for host, share in shares.items()]
-    upsert(conn, sites, rows)
-    policies = dict(conn.execute(sa.select(sites.c.host, sites.c.render_policy)
-                                 .where(sites.c.host.in_(hosts))).all())
-    return {row["host"]: SiteRenderState(row["render_mode"], policies.get(row["host"]), now)
-            for row in rows}
+    modes = {host: mode_for_share(share or 0.0) for host, share in shares.items()}
+    upsert(conn, sites, [{"host": host, "js_share": shares[host], "render_mode": mode,
+                          "render_learned_at": now, "updated_at": now}
+                         for host, mode in modes.items()])
+    policies: dict[str, str | None] = dict(conn.execute(
+        sa.select(sites.c.host, sites.c.render_policy).where(sites.c.host.in_(hosts))).all())
+    return {host: SiteRenderState(mode, policies.get(host), now) for host, mode in modes.items()}
 
 
 def set_render_policy(conn: sa.Connection, host: str, policy: str | None) -> None:

@@ -161,7 +161,8 @@ def run_bulk(pg_url: str, redis_url: str, site: SiteServer, tmp_path: Path,
             crawlers[0].kill()
             assert wait_until(lambda: status_counts(pg_url).get("pending", 0) > 0,
                               timeout=120, interval=0.1)
-            workers[0].process.kill()  # SIGKILL, mid-task
+            workers[0].kill()  # SIGKILL, mid-task
+            workers[0].stop()
             crawlers[0] = Crawler(env)
             workers[0] = WorkerProcess(env)
         assert wait_until(lambda: settled(pg_url), timeout=900, interval=2), status_counts(pg_url)
@@ -227,3 +228,43 @@ def test_two_crawlers_share_the_per_site_concurrency(
     assert counter.peak <= 3
     assert counter.peak >= 2  # both crawlers did work at once, within the limit
 
+
+
+class Flaky:
+    """Fails with 503 until `healed`, then serves the article."""
+
+    def __init__(self) -> None:
+        self.healed = False
+
+    def route(self, handler: SiteHandler) -> Reply:
+        if not self.healed:
+            return Reply(503, b"<html><body>down</body></html>", {"Content-Type": "text/html"})
+        return Reply(200, article(int(handler.path.rsplit("/", 1)[1])),
+                     {"Content-Type": "text/html"})
+
+
+def test_failed_urls_can_be_retried_through_the_duplicate_filter(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    flaky = Flaky()
+    with SiteServer(Path("/nonexistent"), routes={"/p/*": flaky.route}) as site:
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__RETRIES="0",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        (tmp_path / "urls.txt").write_text("\n".join(site.url(f"/p/{n}") for n in range(5)))
+        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        worker = WorkerProcess(env)
+        crawler = Crawler(env)
+        try:
+            assert wait_until(lambda: status_counts(pg_url).get("fetch_failed") == 5,
+                              timeout=120, interval=0.5)
+            flaky.healed = True
+            result = subprocess.run([sys.executable, "-m", "sluice.cli", "retry", "--status",
+                                     "fetch_failed", "--reason", "http_5xx"], env=env,
+                                    cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+            assert "queued 5 URLs again" in result.stdout
+            assert wait_until(lambda: status_counts(pg_url) == {"success": 5}, timeout=120,
+                              interval=0.5), status_counts(pg_url)
+        finally:
+            crawler.stop()
+            worker.stop()
