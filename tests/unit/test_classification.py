@@ -1,32 +1,103 @@
-"""Unit tests for the suitability classifier's public function and its rule tier."""
+"""Unit tests for the suitability classifier: rules, model and policy on saved pages.
+
+Hand-written English and Korean pages of each type live in tests/fixtures/classification;
+real pages are read from the shared development data and skipped where it is absent.
+"""
 
 from __future__ import annotations
 
-from sluice.classification import classify_page
-from sluice.records import Extraction
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
 
-ARTICLE_TEXT = (
-    "The city council voted on Tuesday to expand the bicycle network across the river. "
-    "Supporters said the plan would cut traffic and make streets safer for children. "
-) * 8
+import pytest
+
+from sluice.classification import PageRequest, SuitabilityPolicy, classify_page, classify_pages
+from sluice.classification.policy import PAGE_TYPES
+from sluice.classification.text_stats import word_equivalents
+from sluice.config import LLMSettings
+from sluice.records import Extraction, Verdict
+from tests.data import shared_data
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "classification"
+NO_LLM = LLMSettings()
+URLS = {
+    "article": "https://news.example.org/2025/03/04/city-expands-bike-lanes",
+    "documentation": "https://docs.example.org/en/2.1/api/parse_config.html",
+    "forum": "https://forum.example.org/t/tent-condensation/1234",
+    "product": "https://shop.example.org/products/trailblazer-40l",
+    "service": "https://safevault.example.com/pricing",
+    "listing": "https://news.example.org/news?page=2",
+    "login": "https://example.org/login",
+    "error": "https://example.org/missing-page",
+    "cookie-wall": "https://example.org/consent",
+}
+# (fixture, expected page type, expected suitability)
+FIXTURE_CASES = [
+    ("article-en", "article", True),
+    ("article-ko", "article", True),
+    ("documentation-en", "documentation", True),
+    ("forum-en", "forum", False),
+    ("forum-ko", "forum", False),
+    ("product-en", "product", False),
+    ("product-ko", "product", False),
+    ("service-en", "service", False),
+    ("listing-en", "listing", False),
+    ("listing-ko", "listing", False),
+    ("login-en", "login", False),
+    ("login-ko", "login", False),
+    ("error-en", "error", False),
+    ("error-ko", "error", False),
+    ("cookie-wall-en", "other", False),
+]
 
 
-def test_error_page_is_unsuitable() -> None:
-    html = "<html><head><title>404 Not Found</title></head><body></body></html>"
-    verdict = classify_page(html, "https://example.org/x", Extraction(text="Page not found."))
-    assert (verdict.suitable, verdict.page_type, verdict.classified_by) == (False, "error", "rules")
+def _classify_fixture(name: str) -> Verdict:
+    kind = name.rsplit("-", 1)[0]
+    return classify_page((FIXTURES / f"{name}.html").read_bytes(), URLS[kind], llm=NO_LLM)
+
+
+def _assert_well_formed(verdict: Verdict) -> None:
+    assert verdict.page_type in PAGE_TYPES
+    assert 0.0 <= verdict.score <= 1.0
+    assert verdict.classified_by in ("rules", "model", "llm")
+    assert verdict.reason.endswith(".") and len(verdict.reason) < 250
+    assert verdict.suitable == (verdict.score >= 0.5)
+
+
+@pytest.mark.parametrize(("name", "page_type", "suitable"), FIXTURE_CASES)
+def test_fixture_pages(name: str, page_type: str, suitable: bool) -> None:
+    verdict = _classify_fixture(name)
+    _assert_well_formed(verdict)
+    assert (verdict.page_type, verdict.suitable) == (page_type, suitable)
+
+
+def test_korean_service_page_is_unsuitable() -> None:
+    # Its type comes out as listing or service: few Korean marketing pages in the training data.
+    assert not _classify_fixture("service-ko").suitable
+
+
+@pytest.mark.xfail(reason="no Korean documentation in the training data yet", strict=True)
+def test_korean_documentation_page() -> None:
+    assert _classify_fixture("documentation-ko").suitable
+
+
+@pytest.mark.parametrize("name", ["login-en", "login-ko", "error-en", "error-ko"])
+def test_certain_pages_are_decided_by_rules(name: str) -> None:
+    assert _classify_fixture(name).classified_by == "rules"
 
 
 def test_near_empty_text_is_unsuitable() -> None:
     verdict = classify_page("<html></html>", None, Extraction(text="Home About Contact"))
-    assert not verdict.suitable
-    assert verdict.score < 0.5
+    assert (verdict.suitable, verdict.classified_by) == (False, "rules")
 
 
-def test_korean_text_counts_as_dense() -> None:
-    text = "서울시는 화요일 자전거 도로망을 강 건너까지 넓히는 계획을 발표했다. " * 6
-    verdict = classify_page("<html></html>", None, Extraction(text=text))
-    assert verdict.page_type != "other"
+def test_korean_text_is_measured_as_dense() -> None:
+    korean = "서울시는 화요일 자전거 도로망을 강 건너까지 넓히는 계획을 발표했다."
+    assert word_equivalents(korean * 3) >= 25
+    verdict = classify_page("<html></html>", None, Extraction(text=korean * 3), llm=NO_LLM)
+    assert "almost no main text" not in verdict.reason
 
 
 def test_mojibake_is_unsuitable() -> None:
@@ -36,7 +107,59 @@ def test_mojibake_is_unsuitable() -> None:
     assert "encoding" in verdict.reason
 
 
-def test_plain_article_is_suitable() -> None:
-    verdict = classify_page("<html></html>", None, Extraction(text=ARTICLE_TEXT))
-    assert verdict.suitable
-    assert 0.0 <= verdict.score <= 1.0
+def test_policy_decides_suitability_from_the_type() -> None:
+    html = (FIXTURES / "forum-en.html").read_bytes()
+    forums_too = SuitabilityPolicy(frozenset({"article", "documentation", "forum"}))
+    verdict = classify_page(html, URLS["forum"], policy=forums_too, llm=NO_LLM)
+    assert verdict.suitable and verdict.page_type == "forum"
+
+
+def test_policy_rejects_unknown_types() -> None:
+    with pytest.raises(ValueError, match="unknown page types"):
+        SuitabilityPolicy(frozenset({"poem"}))
+
+
+def test_batch_matches_single_pages() -> None:
+    names = ["article-en", "product-ko", "login-en"]
+    requests = [
+        PageRequest((FIXTURES / f"{n}.html").read_bytes(), URLS[n.rsplit("-", 1)[0]]) for n in names
+    ]
+    assert classify_pages(requests, llm=NO_LLM) == [_classify_fixture(n) for n in names]
+
+
+def _wcxb_pages(page_type: str, count: int) -> list[tuple[bytes, str]]:
+    root = shared_data("wcxb-dev")
+    files = json.loads((root / "metadata.json").read_text())["files"]
+    ids = sorted(i for i, meta in files.items() if meta["page_type"] == page_type)[:count]
+    html_dir = root / "dev" / "html"
+    return [
+        (gzip.decompress((html_dir / f"{i}.html.gz").read_bytes()), files[i]["url"]) for i in ids
+    ]
+
+
+@pytest.mark.parametrize(
+    "page_type",
+    ["article", "documentation", "forum", "product", "collection", "listing", "service"],
+)
+def test_real_english_pages_of_each_type(page_type: str) -> None:
+    # The shipped model has seen these pages: this checks the wiring on real HTML, not accuracy
+    # (the site-grouped quality gate measures that).
+    verdicts = [classify_page(html, url, llm=NO_LLM) for html, url in _wcxb_pages(page_type, 6)]
+    for verdict in verdicts:
+        _assert_well_formed(verdict)
+    expected = page_type in ("article", "documentation")
+    assert Counter(v.suitable for v in verdicts)[expected] >= 5
+
+
+def test_real_korean_pages_are_unsuitable() -> None:
+    path = shared_data("suitability/labeled-pages.jsonl.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    korean = [r for r in rows if sum("\uac00" <= ch <= "\ud7a3" for ch in r["text"][:2000]) > 100]
+    if not korean:
+        pytest.skip("no Korean pages in the labelled data")
+    for row in korean:
+        extraction = Extraction(text=row["text"], n_links=row["xml_stats"].get("n_ref", 0))
+        verdict = classify_page("", row["url"], extraction, llm=NO_LLM)
+        _assert_well_formed(verdict)
+        assert verdict.suitable == (row["label"] == "suitable")
