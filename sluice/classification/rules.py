@@ -120,7 +120,9 @@ def _login(page: RulePage) -> RuleHit | None:
 def _cookie_wall(page: RulePage) -> RuleHit | None:
     if page.words > 200:
         return None
-    if len(_COOKIE_WORDS.findall(page.extraction.text)) * 12 < page.words:
+    hits = len(_COOKIE_WORDS.findall(page.extraction.text))
+    # At least a few consent words, and a large share of the little text there is.
+    if hits < 3 or hits * 12 < page.words:
         return None
     return RuleHit("other", "cookie_wall", "The page shows only a cookie or consent notice.")
 
