@@ -43,7 +43,10 @@ class PageRequest:
 
 def _as_text(html: str | bytes) -> str:
     if isinstance(html, bytes):
-        return html.decode("utf-8", errors="replace")
+        # The extractor's charset handling, so EUC-KR and other legacy pages read right.
+        from sluice.extraction.decoding import decode_html
+
+        return decode_html(html)
     return html
 
 
@@ -81,6 +84,12 @@ def _ask_llm(
     return verdict if answer is None else verdict_from_llm(answer, policy)
 
 
+def _page_input(request: PageRequest) -> PageInput:
+    html = _as_text(request.html)
+    extraction = request.extraction or _extract(html, request.url)
+    return PageInput(extraction, html, request.url)
+
+
 def classify_pages(
     pages: Sequence[PageRequest],
     *,
@@ -89,9 +98,7 @@ def classify_pages(
 ) -> list[Verdict]:
     """Classify many pages; the model runs once over all pages no rule claimed."""
     llm = llm if llm is not None else get_settings().llm
-    inputs = [
-        PageInput(p.extraction or _extract(p.html, p.url), _as_text(p.html), p.url) for p in pages
-    ]
+    inputs = [_page_input(p) for p in pages]
     verdicts: list[Verdict | None] = []
     for page in inputs:
         hit = apply_rules(page.html or "", page.url, page.extraction)
