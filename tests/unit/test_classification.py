@@ -163,3 +163,19 @@ def test_real_korean_pages_are_unsuitable() -> None:
         verdict = classify_page("", row["url"], extraction, llm=NO_LLM)
         _assert_well_formed(verdict)
         assert verdict.suitable == (row["label"] == "suitable")
+
+
+def test_packed_forest_matches_scikit_learn() -> None:
+    import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from sluice.classification.forest import PackedForest
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(300, 6))
+    rows[rng.random(rows.shape) < 0.1] = np.nan
+    types = np.array(["article", "forum", "product"])[
+        (np.nan_to_num(rows[:, 0]) > 0) + (rows[:, 1] > 1)
+    ]
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(rows, types)
+    assert np.allclose(PackedForest(model).predict_proba(rows), model.predict_proba(rows))
