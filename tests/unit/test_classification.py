@@ -174,8 +174,7 @@ def test_packed_forest_matches_scikit_learn() -> None:
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(300, 6))
     rows[rng.random(rows.shape) < 0.1] = np.nan
-    types = np.array(["article", "forum", "product"])[
-        (np.nan_to_num(rows[:, 0]) > 0) + (rows[:, 1] > 1)
-    ]
+    kind = (np.nan_to_num(rows[:, 0]) > 0).astype(int) + (np.nan_to_num(rows[:, 1]) > 1)
+    types = np.array(["article", "forum", "product"])[kind]
     model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(rows, types)
     assert np.allclose(PackedForest(model).predict_proba(rows), model.predict_proba(rows))
