@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-import unicodedata
 
-import trafilatura
-from lxml.etree import strip_tags
 from lxml.html import HtmlElement
-from trafilatura.settings import Document, set_date_params
+from trafilatura.settings import Document
 from trafilatura.utils import load_html
-from trafilatura.xml import xmltotxt
 
+from sluice.extraction.candidates import all_candidates, run_trafilatura
+from sluice.extraction.chooser import choose
 from sluice.extraction.decoding import decode_html
 from sluice.extraction.metadata import declared_language, normalise_language, parse_date
 from sluice.extraction.structure import count_structure
@@ -45,8 +43,9 @@ def _extract(html: str | bytes, url: str | None) -> Extraction:
         return EMPTY
     document = run_trafilatura(tree, url)
     if document is None:
+        # Too little text for trafilatura: garbage, an empty shell or a bare redirect page.
         return Extraction(text="", language=declared_language(tree))
-    return to_extraction(document, tree)
+    return to_extraction(document, tree, text)
 
 
 def parse_html(text: str) -> HtmlElement | None:
@@ -57,31 +56,17 @@ def parse_html(text: str) -> HtmlElement | None:
     return tree
 
 
-def run_trafilatura(tree: HtmlElement, url: str | None) -> Document | None:
-    """trafilatura's main-content extraction with metadata, comments left out.
+def to_extraction(document: Document, tree: HtmlElement, html: str) -> Extraction:
+    """Build the record: structure counts of trafilatura's body, the chosen candidate's text.
 
-    Links are kept in the XML body so they can be counted; they are stripped before the text
-    is rendered, so the text matches trafilatura's plain-text output. The date search skips
-    htmldate's extensive pass: it halves the metadata time and found one date fewer in 76.
+    The counts describe trafilatura's main content even when another candidate's text wins;
+    they are read before the text is rendered, which strips the links from the body.
     """
-    document = trafilatura.bare_extraction(
-        tree,
-        url=url,
-        include_comments=False,
-        include_links=True,
-        with_metadata=True,
-        date_extraction_params=set_date_params(extensive=False),
-    )
-    return document if isinstance(document, Document) else None
-
-
-def to_extraction(document: Document, tree: HtmlElement) -> Extraction:
-    """Build the record from a trafilatura document: counts first, then text without links."""
     counts = count_structure(document.body)
-    text = body_text(document)
+    texts = all_candidates(html, tree, document)
     language = normalise_language(document.language or "") or declared_language(tree)
     return Extraction(
-        text=text,
+        text=texts[choose(texts)],
         title=document.title or None,
         author=document.author or None,
         published=parse_date(document.date),
@@ -95,11 +80,3 @@ def to_extraction(document: Document, tree: HtmlElement) -> Extraction:
         link_chars=counts.link_chars,
         n_table_cells=counts.n_table_cells,
     )
-
-
-def body_text(document: Document) -> str:
-    """The plain text of a trafilatura body, links rendered as their text only (NFC)."""
-    if document.body is None:
-        return ""
-    strip_tags(document.body, "ref")
-    return unicodedata.normalize("NFC", xmltotxt(document.body, False)).strip()
