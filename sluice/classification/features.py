@@ -68,16 +68,17 @@ _NOT_MARKUP = re.compile(
     r"<script\b.*?</script>|<style\b.*?</style>|<svg\b.*?</svg>|<!--.*?-->", re.S
 )
 
-# schema.org types in JSON-LD: a regex anchored on a literal, fast even on large pages.
+# schema.org types in JSON-LD: every `"@type": "…"` value is found in one pass, then named.
+_LD_TYPE = re.compile(r'"@type"\s*:\s*"([^"]*)"')
 LD_TYPES: dict[str, str] = {
-    "ld_article": r'"@type"\s*:\s*"(news|blog|scholarly|report)?(article|posting)"',
-    "ld_tech": r'"@type"\s*:\s*"(techarticle|apireference|howto)"',
-    "ld_product": r'"@type"\s*:\s*"(product|offer|aggregateoffer|productgroup)"',
-    "ld_forum": r'"@type"\s*:\s*"(discussionforumposting|qapage|question|comment)"',
-    "ld_list": r'"@type"\s*:\s*"(itemlist|collectionpage|searchresultspage|offercatalog)"',
-    "ld_org": r'"@type"\s*:\s*"(organization|localbusiness|service|softwareapplication|'
-    r'webapplication|corporation|professionalservice)"',
-    "ld_faq": r'"@type"\s*:\s*"faqpage"',
+    "ld_article": r"(news|blog|scholarly|report)?(article|posting)",
+    "ld_tech": r"techarticle|apireference|howto",
+    "ld_product": r"product|offer|aggregateoffer|productgroup",
+    "ld_forum": r"discussionforumposting|qapage|question|comment",
+    "ld_list": r"itemlist|collectionpage|searchresultspage|offercatalog",
+    "ld_org": r"organization|localbusiness|service|softwareapplication|webapplication|"
+    r"corporation|professionalservice",
+    "ld_faq": r"faqpage",
 }
 _LD_RES = {name: re.compile(pattern) for name, pattern in LD_TYPES.items()}
 # Literal marks of page kinds and platforms, counted with str.count (regex alternations over
@@ -215,8 +216,9 @@ def html_features(html: str | None) -> dict[str, float]:
         feats[f"h_tag_{tag}"] = _log1p(tags[tag])
     feats["h_scripts"] = _log1p(lower.count("<script"))
     feats["h_markup_share"] = len(markup) / max(1, len(lower))
+    ld_types = _LD_TYPE.findall(lower)
     for key, pattern in _LD_RES.items():
-        feats[f"h_{key}"] = _log1p(len(pattern.findall(lower)))
+        feats[f"h_{key}"] = _log1p(sum(1 for name in ld_types if pattern.fullmatch(name)))
     for key, marks in HTML_MARKS.items():
         feats[f"h_{key}"] = _log1p(sum(markup.count(mark) for mark in marks))
     return feats

@@ -7,6 +7,7 @@ CJK scripts carry more meaning per character than Latin ones, so length is measu
 
 from __future__ import annotations
 
+import functools
 import re
 
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -24,8 +25,12 @@ def count_han_kana(text: str) -> int:
     return len(_HAN_KANA.findall(text))
 
 
+@functools.lru_cache(maxsize=32)
 def word_equivalents(text: str) -> float:
-    """The length of `text` in words, with CJK characters weighted by their density."""
+    """The length of `text` in words, with CJK characters weighted by their density.
+
+    Cached: the rules, the text features and the structure features all ask for one page's.
+    """
     latin = len(_LATIN_WORD.findall(text))
     return latin + count_hangul(text) / 3.0 + count_han_kana(text) / 2.0
 

@@ -2,10 +2,13 @@
 
 Rules and model only (no LLM). Three folds by site (no site in both train and test), a
 lighter setting than the benchmark's five, so the gate runs in a few minutes; WCXB
-extractions are cached in pytest's cache folder after the first run.
+extractions are cached after the first run (SLUICE_CLASSIFICATION_CACHE, else pytest's cache).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +21,22 @@ from tests.data import shared_data
 WCXB_ACCURACY_FLOOR = 0.92
 
 
+def _cache_dir(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where WCXB extractions are cached: the training cache if set, else pytest's cache."""
+    if os.environ.get("SLUICE_CLASSIFICATION_CACHE"):
+        return Path(os.environ["SLUICE_CLASSIFICATION_CACHE"])
+    if config.cache is not None:
+        return Path(config.cache.mkdir("classification"))
+    return tmp_path_factory.mktemp("classification")
+
+
 @pytest.mark.quality
-def test_wcxb_suitability_accuracy_floor(pytestconfig: pytest.Config) -> None:
+def test_wcxb_suitability_accuracy_floor(
+    pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     root = shared_data("wcxb-dev").parent
     shared_data("suitability/labeled-pages.jsonl.gz")
-    cache_dir = pytestconfig.cache.mkdir("classification") if pytestconfig.cache else None
-    assert cache_dir is not None
+    cache_dir = _cache_dir(pytestconfig, tmp_path_factory)
     data = build_training_set(load_samples(root, cache_dir))
     scored = cross_validated(data, folds=3, inner_folds=3)
     wcxb = [s for s in scored if s.corpus == "wcxb"]
