@@ -24,7 +24,7 @@ from sluice.classification.verdicts import (
     verdict_from_model,
     verdict_from_rule,
 )
-from sluice.config import LLMSettings, get_settings
+from sluice.config import LLMSettings, Settings, get_settings
 from sluice.records import Extraction, Verdict
 
 __all__ = ["PAGE_TYPES", "SuitabilityPolicy", "classify_page", "classify_pages"]
@@ -94,10 +94,15 @@ def classify_pages(
     pages: Sequence[PageRequest],
     *,
     policy: SuitabilityPolicy = DEFAULT_POLICY,
+    settings: Settings | None = None,
     llm: LLMSettings | None = None,
 ) -> list[Verdict]:
-    """Classify many pages; the model runs once over all pages no rule claimed."""
-    llm = llm if llm is not None else get_settings().llm
+    """Classify many pages; the model runs once over all pages no rule claimed.
+
+    The LLM tier's settings come from `llm`, else `settings.llm`, else the process settings.
+    """
+    if llm is None:
+        llm = (settings or get_settings()).llm
     inputs = [_page_input(p) for p in pages]
     verdicts: list[Verdict | None] = []
     for page in inputs:
@@ -122,11 +127,14 @@ def classify_page(
     extraction: Extraction | None = None,
     *,
     policy: SuitabilityPolicy = DEFAULT_POLICY,
+    settings: Settings | None = None,
     llm: LLMSettings | None = None,
 ) -> Verdict:
     """Classify one page: its type, whether it is suitable, how sure, why, and which tier.
 
-    `extraction` is computed when not given. `llm` defaults to the process settings; the LLM
-    tier runs only when it is configured and the model is unsure.
+    `extraction` is computed when not given. The LLM tier (settings from `llm`, else
+    `settings.llm`, else the process settings) runs only when it is configured and the model
+    is unsure. Callers give unsuitable pages the `unsuitable_content` status and keep the text.
     """
-    return classify_pages([PageRequest(html, url, extraction)], policy=policy, llm=llm)[0]
+    request = PageRequest(html, url, extraction)
+    return classify_pages([request], policy=policy, settings=settings, llm=llm)[0]

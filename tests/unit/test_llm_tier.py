@@ -200,3 +200,12 @@ def test_parse_answer_is_strict() -> None:
     assert parse_answer('[{"isSuitable": true}]') is None
     assert parse_answer('{"isSuitable": 1, "pageType": "article", "reason": "ok"}') is None
     assert parse_answer('{"isSuitable": true, "pageType": "article", "reason": "  "}') is None
+
+
+def test_full_settings_object_is_accepted(server: ChatServer) -> None:
+    from sluice.config import Settings
+
+    server.mode = "good"
+    settings = Settings(llm=_settings(server))
+    verdict = classify_page("<html></html>", "https://example.org/s", PAGE, settings=settings)
+    assert verdict.classified_by == "llm"
