@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from sluice.pipeline import PageOutcome
 from sluice.records import FetchedPage
@@ -14,6 +15,8 @@ class DiscoveredItem:
 
     urls: list[str]
     source: str
+    # Publication dates the source gave (Google News sitemaps, feeds), kept on the rows.
+    published: dict[str, datetime] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -46,3 +49,9 @@ class FeedResultItem:
     kind: str | None = None
     title: str | None = None
     entries: int = 0
+    # Validators for the next conditional GET.
+    etag: str | None = None
+    last_modified: str | None = None
+    # A listing pattern that proved itself on the page, or the stored one failed (forget it).
+    listing_pattern: str | None = None
+    listing_pattern_failed: bool = False

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sluice.cli_feeds import register as register_feeds_commands
 from sluice.cli_queue import register as register_queue_commands
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import get_settings
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
     register_sql_commands(commands)
     register_queue_commands(commands)
+    register_feeds_commands(commands)
     return parser
 
 

@@ -69,6 +69,20 @@ class LLMSettings(BaseModel):
         return bool(self.url and self.model)
 
 
+class DiscoverySettings(BaseModel):
+    """Sources (feeds, sitemaps, home pages, listing pages) and their schedule."""
+
+    max_listing_pages: int = Field(3, ge=1, description="Listing pages followed per visit.")
+    sitemap_max_depth: int = Field(3, ge=0, description="Nested sitemap indexes followed.")
+    article_max_age_days: float = Field(
+        0, ge=0, description="Fetch a stored article again after this many days (0: never).")
+    refresh: bool = Field(False, description="Fetch stored articles again on every visit.")
+    default_interval_seconds: int = Field(3600, ge=1, description="A new feed's interval.")
+    max_backoff_seconds: int = Field(
+        86400, ge=1, description="Longest wait after consecutive failures of a feed.")
+    schedule_seconds: int = Field(60, ge=1, description="How often due feeds are enqueued.")
+
+
 class Settings(BaseSettings):
     """All of Sluice's settings."""
 
@@ -88,6 +102,7 @@ class Settings(BaseSettings):
     fetch: FetchSettings = FetchSettings()
     browser: BrowserSettings = BrowserSettings()
     llm: LLMSettings = LLMSettings()
+    discovery: DiscoverySettings = DiscoverySettings()
 
     @property
     def embedded(self) -> bool:

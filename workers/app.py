@@ -43,6 +43,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "beat_schedule": {
             "sweep-stale": {"task": "sluice.sweep_stale",
                             "schedule": float(settings.sweep_seconds)},
+            "enqueue-due-feeds": {"task": "sluice.enqueue_due_feeds",
+                                  "schedule": float(settings.discovery.schedule_seconds)},
         },
     }
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from sluice.config import get_settings
 from sluice.db import make_engine
+from sluice.feed_runs import push_due_feeds
 from sluice.gate import GateOptions
 from sluice.pipeline import classify_stored
 from workers.app import app
@@ -53,6 +54,15 @@ def classify_batch(self, urls: list[str]) -> int:  # type: ignore[no-untyped-def
     except sa.exc.OperationalError as exc:
         raise self.retry(exc=exc) from None
     return settled
+
+
+@app.task(name="sluice.enqueue_due_feeds", time_limit=60, soft_time_limit=50)
+def enqueue_due_feeds() -> int:
+    """Push the scheduled sources that are due to the frontier; crawler processes visit them."""
+    settings = get_settings()
+    if not settings.redis_url:
+        return 0  # embedded: `sluice schedule` crawls due sources itself
+    return push_due_feeds(settings)
 
 
 @app.task(name="sluice.sweep_stale")

@@ -37,9 +37,10 @@ def dialect_insert(conn: sa.Connection, table: sa.Table) -> Any:
 
 
 def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[Row],
-           keep: Iterable[str] = ()) -> None:
+           keep: Iterable[str] = (), fill: Iterable[str] = ()) -> None:
     """Insert rows, or update the existing row with the same key. Columns in `keep` are
-    written on insert only (e.g. `discovered_at`)."""
+    written on insert only (e.g. `discovered_at`); columns in `fill` keep the stored value
+    when the new one is null."""
     if not rows:
         return
     keys = [column.name for column in table.primary_key.columns]
@@ -48,6 +49,8 @@ def upsert(conn: sa.Connection, table: sa.Table, rows: Sequence[Row],
         statement = dialect_insert(conn, table)
         columns = set(group[0].keys()) & names
         update = {name: statement.excluded[name] for name in columns}
+        for name in set(fill) & columns:
+            update[name] = sa.func.coalesce(statement.excluded[name], table.c[name])
         if update:
             statement = statement.on_conflict_do_update(index_elements=keys, set_=update)
         else:
@@ -87,9 +90,29 @@ def requeue(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | None)
 
 def store_outcomes(conn: sa.Connection, rows: Sequence[Row],
                    bodies: Sequence[Row] = ()) -> None:
-    """Write fetch outcomes (and raw bodies) in one batch. Keeps each row's `discovered_at`."""
-    upsert(conn, articles, rows, keep=("discovered_at",))
+    """Write fetch outcomes (and raw bodies) in one batch. Keeps each row's `discovered_at`,
+    and a publication date a source gave when extraction finds none."""
+    rows = _changed_outcomes(conn, rows)
+    upsert(conn, articles, rows, keep=("discovered_at",), fill=("published_at",))
     upsert(conn, page_bodies, bodies)
+
+
+def _changed_outcomes(conn: sa.Connection, rows: Sequence[Row]) -> list[Row]:
+    """Drop refetched pages whose text is unchanged: such a row keeps its status, verdict and
+    `updated_at`; only `fetched_at` records the visit."""
+    hashes = {row["url"]: row["content_hash"] for row in rows if row.get("content_hash")}
+    if not hashes:
+        return list(rows)
+    settled = [status for status in Status if status.terminal and status is not
+               Status.FETCH_FAILED]
+    stored = dict(conn.execute(sa.select(articles.c.url, articles.c.content_hash).where(
+        articles.c.url.in_(list(hashes)), articles.c.status.in_(settled))).all())
+    unchanged = {url for url, digest in hashes.items() if stored.get(url) == digest}
+    if not unchanged:
+        return list(rows)
+    conn.execute(articles.update().where(articles.c.url.in_(unchanged))
+                 .values(fetched_at=utcnow(), lease_until=None))
+    return [row for row in rows if row["url"] not in unchanged]
 
 
 def body_row(url: str, body: bytes, encoding: str | None, fetched_at: datetime) -> dict[str, Any]:

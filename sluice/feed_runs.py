@@ -1,0 +1,72 @@
+"""Run the scheduled sources that are due.
+
+Distributed (Redis): each due source goes to the shared frontier as a `feed` entry, where a
+crawler process visits it. Embedded: the due sources are crawled now, in one child crawl process.
+Either way the `feeds` row is claimed first (pushed one interval ahead) and the visit's result
+sets its real next due time, backed off while it fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from sluice import frontier
+from sluice.config import Settings
+from sluice.db import make_engine
+from sluice.db.feeds import claim_due_feeds
+
+logger = logging.getLogger(__name__)
+
+
+def claim_due(settings: Settings, limit: int = 1000) -> list[str]:
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.begin() as conn:
+            return claim_due_feeds(conn, limit=limit)
+    finally:
+        engine.dispose()
+
+
+def push_due_feeds(settings: Settings) -> int:
+    """Push the due sources to the shared frontier (needs Redis). Returns how many."""
+    if not settings.redis_url:
+        raise ValueError("pushing to the frontier needs SLUICE_REDIS_URL")
+    due = claim_due(settings)
+    if due:
+        client = frontier.connect(settings.redis_url)
+        try:
+            entries = [frontier.FrontierEntry(url=url, kind="feed", source=url) for url in due]
+            frontier.push(client, entries, frontier.PRIORITY_FEED)
+        finally:
+            client.close()
+        logger.info("%d due sources pushed to the frontier", len(due))
+    return len(due)
+
+
+def crawl_due_feeds(settings: Settings, refresh: bool = False) -> int:
+    """Crawl the due sources now in a child crawl process (embedded). Returns how many."""
+    from sluice.crawl import run_crawl
+
+    due = claim_due(settings)
+    if due:
+        env = {"SLUICE_DISCOVERY__REFRESH": "true"} if refresh else None
+        report = run_crawl(due, settings, source="schedule", env=env)
+        logger.info("%d due sources crawled (exit %s)", len(due), report.exit_code)
+    return len(due)
+
+
+def run_schedule(settings: Settings, once: bool = False, refresh: bool = False,
+                 on_round: Callable[[int], None] | None = None) -> None:
+    """The scheduler loop in one process: every `discovery.schedule_seconds`, run what is due."""
+    while True:
+        if settings.redis_url:
+            count = push_due_feeds(settings)
+        else:
+            count = crawl_due_feeds(settings, refresh)
+        if on_round is not None:
+            on_round(count)
+        if once:
+            return
+        time.sleep(settings.discovery.schedule_seconds)

@@ -1,0 +1,55 @@
+"""When a feed is due again: its interval, stretched by exponential back-off while it fails.
+
+Pure functions over numbers and datetimes; `sluice/db/feeds.py` stores what they decide.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Failures past this many no longer double the wait (2**16 intervals is already past any cap).
+_MAX_DOUBLINGS = 16
+
+
+def parse_interval(text: str) -> int:
+    """Seconds in an interval such as `90`, `45s`, `30m`, `2h`, `1d`. Raises ValueError."""
+    match = _INTERVAL.match(text)
+    if match is None:
+        raise ValueError(f"not an interval: {text!r} (use e.g. 30m, 2h, 1d)")
+    seconds = int(float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+    if seconds < 1:
+        raise ValueError(f"interval too short: {text!r}")
+    return seconds
+
+
+def format_interval(seconds: int) -> str:
+    """The shortest exact form of an interval: 1800 -> `30m`, 90 -> `90s`."""
+    for unit in ("w", "d", "h", "m"):
+        size = _UNIT_SECONDS[unit]
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def backoff_seconds(interval: int, failures: int, cap: int) -> int:
+    """The wait after `failures` consecutive failures: the interval, doubled per failure, capped.
+
+    The cap never shortens a feed's own interval: a daily feed stays daily.
+    """
+    if failures <= 0:
+        return interval
+    stretched = interval << min(failures, _MAX_DOUBLINGS)
+    return max(interval, min(stretched, cap))
+
+
+def next_due_at(fetched_at: datetime, interval: int, failures: int, cap: int) -> datetime:
+    """When a feed fetched (or failed) at `fetched_at` is due again."""
+    return fetched_at + timedelta(seconds=backoff_seconds(interval, failures, cap))
+
+
+def is_failure(status: str) -> bool:
+    """A feed visit's status that counts towards back-off (`ok` and `not_modified` do not)."""
+    return status not in ("ok", "not_modified")
