@@ -34,7 +34,7 @@ class FetchedPage:
     url: str
     final_url: str
     http_status: int
-    body: bytes
+    body: bytes = field(repr=False)
     content_type: str = ""
     encoding: str | None = None
     rendered: bool = False

@@ -62,6 +62,10 @@ class ExtractPipeline:
             logger.error("extraction worker died on %s; restarting the pool", item.page.url)
             self.pool = self._new_pool()
             return self._failed(item, "extract_crashed")
+        except Exception:
+            # A process edge: whatever went wrong, the URL still ends with an explained row.
+            logger.exception("extraction failed on %s", item.page.url)
+            return self._failed(item, "extract_error")
         if self._wants_render(item):
             self._schedule_render(item)
         self.crawler.stats.inc_value(f"sluice/status/{item.outcome.status_and_reason[0].value}")

@@ -60,18 +60,26 @@ def test_embedded_crawl_into_sqlite(sqlite_url: str, demo_site: SiteServer) -> N
     assert_expected_rows(sqlite_url, demo_site)
     first = snapshot(sqlite_url)
 
+    # Stored articles are not fetched again...
+    hits = len(demo_site.hits)
     crawl(demo_site, env)
+    assert {path for path in demo_site.hits[hits:]} == set(FEEDS) | {"/robots.txt"}
+    # ...unless asked: then every URL is fetched again and still has one row, which remembers
+    # when it was first discovered.
+    crawl(demo_site, {**env, "SLUICE_DISCOVERY__REFRESH": "true"})
     assert_expected_rows(sqlite_url, demo_site)
-    # One row per URL, and the rows remember when they were first discovered.
     assert snapshot(sqlite_url) == first
 
     engine = make_engine(sqlite_url)
     with engine.connect() as conn:
-        runs = conn.execute(sa.select(crawl_runs.c.finished_at, crawl_runs.c.counts)).all()
+        runs = conn.execute(sa.select(crawl_runs.c.finished_at, crawl_runs.c.counts)
+                            .order_by(crawl_runs.c.id)).all()
         feed_rows = {row.url: row for row in conn.execute(sa.select(feeds))}
     engine.dispose()
-    assert len(runs) == 2 and all(run.finished_at is not None for run in runs)
-    assert runs[-1].counts["success"] == 3
+    assert len(runs) == 3 and all(run.finished_at is not None for run in runs)
+    assert runs[0].counts["success"] == 4
+    assert runs[1].counts == {}
+    assert runs[2].counts["success"] == 4
     assert {row.kind for row in feed_rows.values()} == {"rss", "atom", "jsonfeed"}
     assert {row.last_status for row in feed_rows.values()} == {"ok"}
 
@@ -91,7 +99,7 @@ def test_distributed_crawl_into_postgres_with_a_worker(
     rows = assert_expected_rows(pg_url, demo_site)
     first = snapshot(pg_url)
 
-    crawl(demo_site, env)
+    crawl(demo_site, {**env, "SLUICE_DISCOVERY__REFRESH": "true"})
     assert wait_until(settled, timeout=90)
     assert rows_by_path(pg_url, demo_site.base_url) == rows
     assert snapshot(pg_url) == first
