@@ -36,8 +36,9 @@ def _print_rows(console: Console, base_url: str) -> None:
                        articles.c.char_count, articles.c.page_type)
              .where(articles.c.url.startswith(base_url)).order_by(articles.c.url))
     table = Table(title="demo URLs")
-    for name in ("url", "status", "reason", "chars", "page type"):
-        table.add_column(name)
+    table.add_column("url", overflow="fold")
+    for name in ("status", "reason", "chars", "page type"):
+        table.add_column(name, no_wrap=True)
     with engine.connect() as conn:
         for url, status, reason, chars, page_type in conn.execute(query):
             table.add_row(url[len(base_url):], str(getattr(status, "value", status)),
