@@ -26,6 +26,7 @@ from sluice.db.migrate import upgrade
 from sluice.demo.server import SiteServer
 from tests.conftest import PROJECT_ROOT, create_pg_database, drop_pg_database, sluice_env
 from tests.integration.test_bulk_ingest import page_route
+from tests.sites import story_path
 
 REDIS_DB = "redis://127.0.0.1:6379/8"
 
@@ -68,12 +69,12 @@ def main() -> None:
     database_url = create_pg_database()
     try:
         upgrade(database_url)
-        with SiteServer(Path(tempfile.gettempdir()), routes={"/p/*": page_route}) as site:
+        with SiteServer(Path(tempfile.gettempdir()), routes={"/news/*": page_route}) as site:
             env = sluice_env(database_url, REDIS_DB, SLUICE_FETCH__PER_SITE_CONCURRENCY="32",
                              SLUICE_EXTRACT_WORKERS="1", SLUICE_BROWSER__RENDER="never",
                              SLUICE_FETCH__RETRIES="0")
             urls = Path(tempfile.mkstemp(suffix=".txt")[1])
-            urls.write_text("\n".join(site.url(f"/p/{n}") for n in range(args.urls)))
+            urls.write_text("\n".join(site.url(story_path(n)) for n in range(args.urls)))
             started = time.monotonic()
             subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(urls)], env=env,
                            cwd=PROJECT_ROOT, check=True, capture_output=True)

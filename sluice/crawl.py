@@ -106,8 +106,11 @@ def _queued_since(engine: sa.Engine, started: object) -> list[str]:
 
 
 def _counts_since(engine: sa.Engine, started: object) -> dict[str, int]:
+    """Rows this run touched: fetched (a refetch with unchanged content updates only
+    `fetched_at`) or changed since it started."""
     query = (sa.select(articles.c.status, sa.func.count())
-             .where(articles.c.updated_at >= started).group_by(articles.c.status))
+             .where(sa.or_(articles.c.updated_at >= started, articles.c.fetched_at >= started))
+             .group_by(articles.c.status))
     with engine.connect() as conn:
         return {str(getattr(status, "value", status)): count
                 for status, count in conn.execute(query)}

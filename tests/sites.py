@@ -3,29 +3,73 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import PROJECT_ROOT
 
-PARAGRAPH = ("The harbour authority confirmed on Monday that the old swing bridge will be "
-             "restored rather than replaced, after engineers found the iron frame sound. ")
+_SUBJECTS = ("The town council", "Local residents", "The harbour authority",
+             "A group of volunteers", "Engineers from the county", "The head teacher",
+             "Shop owners on Mill Street", "The library trust")
+_VERBS = ("said on Tuesday that", "confirmed in a statement that", "argued at the meeting that",
+          "told this newspaper that", "warned last week that", "announced on Friday that")
+_CLAUSES = ("the repairs to the old swing bridge would take another {n} weeks",
+            "the budget for the riverside path had grown by {n} per cent since spring",
+            "more than {n} people had signed the petition to keep the ferry running",
+            "the new timetable would add {n} buses on weekday mornings",
+            "the flood barrier had been raised {n} times since the start of the year",
+            "the market would return to the square after {n} months away",
+            "a survey of {n} households showed strong support for the plan",
+            "the school roof would be replaced before winter, at a cost of {n} thousand pounds")
+_FOLLOW = ("Critics say the plan leaves too many questions open.",
+           "Supporters hope the work will finish before the holidays.",
+           "A public meeting is planned for next month.",
+           "The decision will be reviewed in the new year.",
+           "Not everyone is convinced the figures add up.",
+           "Residents have until the end of the month to comment.")
 
 
-def article_html(title: str, paragraphs: int = 6, lang: str = "en") -> str:
-    body = "".join(f"<p>{PARAGRAPH * 2}Detail {i} of the plan follows here.</p>"
-                   for i in range(paragraphs))
-    return (f"<!doctype html><html lang='{lang}'><head><title>{title}</title></head><body>"
-            f"<nav><a href='/'>Home</a> <a href='/news/'>News</a></nav>"
-            f"<article><h1>{title}</h1>{body}</article><footer>© Harbour Times</footer>"
-            "</body></html>")
+def news_paragraphs(seed: int, paragraphs: int = 5) -> list[str]:
+    """Varied, news-like prose (about 400 characters a paragraph), the same for the same seed."""
+    rng = random.Random(seed)
+    return [" ".join(f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} "
+                     f"{rng.choice(_CLAUSES).format(n=rng.randint(2, 90))}." for _ in range(3))
+            + " " + rng.choice(_FOLLOW) for _ in range(paragraphs)]
+
+
+def story_path(number: int) -> str:
+    """A news-like URL path for generated story `number`."""
+    return f"/news/2026/11/story-{number}.html"
+
+
+def story_number(path: str) -> int:
+    match = re.search(r"(\d+)(?:\.html)?$", path)
+    if match is None:
+        raise ValueError(f"no story number in {path!r}")
+    return int(match.group(1))
+
+
+def article_html(title: str, paragraphs: int = 6, lang: str = "en", seed: int | None = None) -> str:
+    """An ordinary news article page: site chrome around one article with a byline."""
+    body = "".join(f"<p>{text}</p>" for text in
+                   news_paragraphs(zlib.crc32(title.encode()) if seed is None else seed,
+                                   paragraphs))
+    return (f"<!doctype html><html lang='{lang}'><head><title>{title}</title>"
+            "<meta name='author' content='Ann Rivers'>"
+            "<meta property='article:published_time' content='2026-11-02T08:00:00Z'></head>"
+            "<body><nav><a href='/'>Home</a> <a href='/news/'>News</a></nav>"
+            f"<article><h1>{title}</h1><p class='byline'>By Ann Rivers</p>{body}</article>"
+            "<footer>© Harbour Times</footer></body></html>")
 
 
 def js_only_html(title: str, paragraphs: int = 6) -> str:
-    texts = json.dumps([f"{PARAGRAPH * 2}Rendered detail {i}." for i in range(paragraphs)])
+    texts = json.dumps(news_paragraphs(zlib.crc32(title.encode()), paragraphs))
     return (f"<!doctype html><html lang='en'><head><title>{title}</title></head><body>"
             "<div id='root'></div><noscript>You need to enable JavaScript to run this app."
             "</noscript><script>document.addEventListener('DOMContentLoaded', () => {"

@@ -44,7 +44,9 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
         return SweepResult(pending, 0, 0)
     client = frontier.connect(redis_url)
     try:
-        requeued = frontier.push(client, frontier.entries_for(queued, "sweep"),
+        # As retries: the shared duplicate filter has seen these URLs when they were first
+        # popped, and must not drop them now.
+        requeued = frontier.push(client, frontier.entries_for(queued, "sweep", retry=True),
                                  frontier.PRIORITY_RETRY)
         orphans = _push_orphans(engine, client)
     finally:
@@ -61,5 +63,6 @@ def _push_orphans(engine: sa.Engine, client: frontier.redis.Redis) -> int:
         return 0
     with engine.connect() as conn:
         orphans = store.waiting_since(conn, store.utcnow() - ORPHAN_GRACE)
-    entries = [frontier.FrontierEntry(url=url, source=source) for url, source in orphans]
+    entries = [frontier.FrontierEntry(url=url, source=source, retry=True)
+               for url, source in orphans]
     return frontier.push(client, entries, frontier.PRIORITY_INGEST)

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Self
@@ -26,7 +27,13 @@ logger = logging.getLogger(__name__)
 
 
 def _warm_up() -> None:
-    """Import the heavy modules once per worker process, not on its first page."""
+    """Import the heavy modules once per worker process, not on its first page.
+
+    Workers ignore SIGINT and SIGTERM: a stop signal sent to the whole process group must let
+    the crawler finish the pages in hand, which needs its pool alive until it shuts it down.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import sluice.classification  # noqa: F401
     import sluice.extraction  # noqa: F401
 

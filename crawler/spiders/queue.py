@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy_redis.spiders import RedisSpider
 
 from crawler.spiders.base import ArticleSpider
@@ -46,8 +47,16 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
 
         self.lease_loop = task.LoopingCall(self._flush_leases)
         self.lease_loop.start(LEASE_FLUSH_SECONDS, now=False)
+        self.crawler.signals.connect(self._top_up, signal=signals.request_left_downloader)
         for request in self.next_requests():
             yield request
+
+    def _top_up(self) -> None:
+        """Pull the next batch as the downloader drains, not only once the spider is idle
+        (Scrapy notices idleness on a 5-second heartbeat: a crawler would stall in waves)."""
+        engine = self.crawler.engine
+        if engine is not None and len(engine.downloader.active) < self.redis_batch_size // 2:
+            self.schedule_next_requests()
 
     def make_request_from_data(self, data: bytes) -> scrapy.Request | list[Any]:
         try:

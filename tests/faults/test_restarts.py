@@ -23,6 +23,7 @@ from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
 from tests.integration.test_bulk_ingest import Crawler, article, beat, status_counts
+from tests.sites import story_number, story_path
 
 pytestmark = pytest.mark.integration
 
@@ -35,13 +36,13 @@ REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::
 
 def slow_article(handler: SiteHandler) -> Reply:
     time.sleep(0.1)  # so the crawl is still running when the fault comes
-    number = int(handler.path.rsplit("/", 1)[1])
+    number = story_number(handler.path)
     return Reply(200, article(number), {"Content-Type": "text/html; charset=utf-8"})
 
 
 @pytest.fixture
 def site() -> Iterator[SiteServer]:
-    with SiteServer(Path("/nonexistent"), routes={"/p/*": slow_article}) as server:
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": slow_article}) as server:
         yield server
 
 
@@ -133,35 +134,28 @@ def kill_crawler(fleet: Fleet) -> None:
 
 
 def kill_worker(fleet: Fleet) -> None:
-    fleet.workers[0].process.kill()  # SIGKILL, while tasks are in flight
+    fleet.workers[0].kill()  # SIGKILL to the whole worker, while tasks are in flight
 
 
-# The sweep pushes rows left `queued` again as plain entries, and the shared duplicate filter
-# (which outlives a crawler, and a Postgres restart) drops those it has already seen: the URLs
-# stay `queued` for ever. Fixed when workers/sweep.py pushes them as retries (retry=True).
-SWEEP_FILTERED = pytest.mark.xfail(reason="swept entries are dropped by the duplicate filter",
-                                   strict=False)
 FAULTS: dict[str, Callable[[Fleet], None]] = {
     "postgres_restarted": lambda fleet: postgres_restart(),
     "redis_restarted": lambda fleet: redis_restart(),
     "crawler_killed": kill_crawler,
     "worker_killed": kill_worker,
 }
-KNOWN_TO_FAIL = {"postgres_restarted", "crawler_killed"}
 
 
 @pytest.mark.skipif(shutil.which("pg_ctlcluster") is None or shutil.which("redis-server") is None,
                     reason="needs pg_ctlcluster and redis-server to restart the services")
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("fault", [pytest.param(name, marks=[SWEEP_FILTERED])
-                                   if name in KNOWN_TO_FAIL else name for name in FAULTS])
+@pytest.mark.parametrize("fault", list(FAULTS))
 def test_crawl_survives(fault: str, pg_url: str, redis_url: str, site: SiteServer,
                         tmp_path: Path) -> None:
     env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="4",
                      SLUICE_FETCH__RETRIES="1", SLUICE_LEASE_SECONDS="20",
                      SLUICE_SWEEP_SECONDS="5", SLUICE_VISIBILITY_TIMEOUT="30",
                      SLUICE_EXTRACT_WORKERS="1", SLUICE_BROWSER__RENDER="never")
-    urls = [site.url(f"/p/{number}") for number in range(TOTAL)]
+    urls = [site.url(story_path(number)) for number in range(TOTAL)]
     (tmp_path / "urls.txt").write_text("\n".join(urls))
     ingest = subprocess.run([sys.executable, "-m", "sluice.cli", "ingest",
                              str(tmp_path / "urls.txt")], env=env, cwd=PROJECT_ROOT,

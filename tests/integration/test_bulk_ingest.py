@@ -18,22 +18,16 @@ import sqlalchemy as sa
 from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
+from tests.sites import article_html, story_number, story_path
 
 pytestmark = pytest.mark.integration
 
 TOTAL = 10_000
-WORDS = ("river council bridge library market harbour school budget festival museum "
-         "station garden bakery ferry clinic archive").split()
 
 
 def article(number: int) -> bytes:
-    """A small, distinct article page (about 1,300 characters of text)."""
-    words = [WORDS[(number * 7 + i * 3) % len(WORDS)] for i in range(40)]
-    sentence = " ".join(words).capitalize() + ". "
-    paragraphs = "".join(f"<p>{sentence * 2}Item {number}, part {part}.</p>"
-                         for part in range(4))
-    return (f"<html lang='en'><head><title>Story {number}</title></head><body><article>"
-            f"<h1>Story {number}</h1>{paragraphs}</article></body></html>").encode()
+    """A small, distinct news article page (about 1,600 characters of text)."""
+    return article_html(f"Story {number}", paragraphs=4, seed=number).encode()
 
 
 KINDS = ("a",) * 14 + ("missing", "missing", "error", "json", "short", "slow")
@@ -50,7 +44,7 @@ EXPECTED = {"a": ("success", None), "slow": ("success", None),
 
 
 def page_route(handler: SiteHandler) -> Reply:
-    number = int(handler.path.rsplit("/", 1)[1])
+    number = story_number(handler.path)
     kind = kind_of(number)
     html = {"Content-Type": "text/html; charset=utf-8"}
     if kind == "missing":
@@ -68,7 +62,7 @@ def page_route(handler: SiteHandler) -> Reply:
 
 @pytest.fixture
 def bulk_site() -> Iterator[SiteServer]:
-    with SiteServer(Path("/nonexistent"), routes={"/p/*": page_route}) as site:
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": page_route}) as site:
         yield site
 
 
@@ -80,7 +74,7 @@ def bulk_env(pg_url: str, redis_url: str) -> dict[str, str]:
 
 
 def ingest(site: SiteServer, env: dict[str, str], tmp_path: Path) -> None:
-    lines = [site.url(f"/p/{number}") for number in range(TOTAL)]
+    lines = [site.url(story_path(number)) for number in range(TOTAL)]
     (tmp_path / "urls.txt").write_text("\n".join(lines) + "\nnot a url\n")
     result = subprocess.run([sys.executable, "-m", "sluice.cli", "ingest",
                              str(tmp_path / "urls.txt")], env=env, cwd=PROJECT_ROOT,
@@ -136,7 +130,7 @@ def assert_every_url_terminal_once(database_url: str, site: SiteServer) -> None:
     assert len(rows) == TOTAL == len({row.url for row in rows})
     wrong = [(row.url, row.status, row.reason) for row in rows
              if (getattr(row.status, "value", row.status), row.reason)
-             != EXPECTED[kind_of(int(row.url.rsplit("/", 1)[1]))]]
+             != EXPECTED[kind_of(story_number(row.url))]]
     assert not wrong, wrong[:10]
 
 
@@ -203,7 +197,7 @@ class InFlight:
         time.sleep(0.2)
         with self.lock:
             self.now -= 1
-        number = int(handler.path.rsplit("/", 1)[1])
+        number = story_number(handler.path)
         return Reply(200, article(number), {"Content-Type": "text/html"})
 
 
@@ -211,10 +205,10 @@ def test_two_crawlers_share_the_per_site_concurrency(
     pg_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     counter = InFlight()
-    with SiteServer(Path("/nonexistent"), routes={"/p/*": counter.route}) as site:
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": counter.route}) as site:
         env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="3",
                          SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-        lines = "\n".join(site.url(f"/p/{number}") for number in range(120))
+        lines = "\n".join(site.url(story_path(number)) for number in range(120))
         (tmp_path / "urls.txt").write_text(lines)
         subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
                        env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
@@ -239,7 +233,7 @@ class Flaky:
     def route(self, handler: SiteHandler) -> Reply:
         if not self.healed:
             return Reply(503, b"<html><body>down</body></html>", {"Content-Type": "text/html"})
-        return Reply(200, article(int(handler.path.rsplit("/", 1)[1])),
+        return Reply(200, article(story_number(handler.path)),
                      {"Content-Type": "text/html"})
 
 
@@ -247,10 +241,10 @@ def test_failed_urls_can_be_retried_through_the_duplicate_filter(
     pg_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     flaky = Flaky()
-    with SiteServer(Path("/nonexistent"), routes={"/p/*": flaky.route}) as site:
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": flaky.route}) as site:
         env = sluice_env(pg_url, redis_url, SLUICE_FETCH__RETRIES="0",
                          SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-        (tmp_path / "urls.txt").write_text("\n".join(site.url(f"/p/{n}") for n in range(5)))
+        (tmp_path / "urls.txt").write_text("\n".join(site.url(story_path(n)) for n in range(5)))
         subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
                        env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
         worker = WorkerProcess(env)
