@@ -55,14 +55,16 @@ def story_number(path: str) -> int:
     return int(match.group(1))
 
 
-def article_html(title: str, paragraphs: int = 6, lang: str = "en", seed: int | None = None) -> str:
+def article_html(title: str, paragraphs: int = 6, lang: str = "en", seed: int | None = None,
+                 published: str | None = None) -> str:
     """An ordinary news article page: site chrome around one article with a byline."""
     body = "".join(f"<p>{text}</p>" for text in
                    news_paragraphs(zlib.crc32(title.encode()) if seed is None else seed,
                                    paragraphs))
     return (f"<!doctype html><html lang='{lang}'><head><title>{title}</title>"
             "<meta name='author' content='Ann Rivers'>"
-            "<meta property='article:published_time' content='2026-11-02T08:00:00Z'></head>"
+            + (f"<meta property='article:published_time' content='{published}'>" if published
+               else "") + "</head>"
             "<body><nav><a href='/'>Home</a> <a href='/news/'>News</a></nav>"
             f"<article><h1>{title}</h1><p class='byline'>By Ann Rivers</p>{body}</article>"
             "<footer>© Harbour Times</footer></body></html>")

@@ -9,9 +9,11 @@ ten machines together still send at most `per_site_concurrency` requests to a si
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any, Self
 
+import redis
 import redis.asyncio as aioredis
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -20,6 +22,8 @@ from scrapy.http import Response
 
 from sluice.config import Settings, get_settings
 from sluice.urls import host_of
+
+logger = logging.getLogger(__name__)
 
 ACQUIRE = """
 local t = redis.call('TIME')
@@ -61,15 +65,26 @@ class SharedPolitenessMiddleware:
         host = host_of(request.url)
         token = uuid.uuid4().hex
         keys = [f"sluice:site:{host}:slots", f"sluice:site:{host}:next"]
+        try:
+            await self._acquire(keys, token)
+        except redis.RedisError as exc:
+            # Redis is down: fall back to this process's own per-site limit (Scrapy's) for
+            # this request rather than fail a page over a politeness lock.
+            self.crawler.stats.inc_value("sluice/politeness/redis_unavailable")
+            logger.warning("shared politeness unavailable (%s); using per-process limits",
+                           type(exc).__name__)
+            return None
+        request.meta["sluice_slot"] = (keys[0], token)
+        return None
+
+    async def _acquire(self, keys: list[str], token: str) -> None:
         while True:
             wait = float(await self.acquire(keys=keys,
                                             args=[self.limit, self.delay, token, self.hold]))
             if wait == 0:
-                break
+                return
             self.crawler.stats.inc_value("sluice/politeness/waits")
             await asyncio.sleep(wait if wait > 0 else BUSY_POLL_SECONDS)
-        request.meta["sluice_slot"] = (keys[0], token)
-        return None
 
     async def process_response(self, request: Request, response: Response) -> Response:
         await self._release(request)
@@ -82,4 +97,7 @@ class SharedPolitenessMiddleware:
     async def _release(self, request: Request) -> None:
         slot: Any = request.meta.pop("sluice_slot", None)
         if slot is not None:
-            await self.client.zrem(slot[0], slot[1])
+            try:
+                await self.client.zrem(slot[0], slot[1])
+            except redis.RedisError:
+                pass  # the slot expires by itself after `hold` seconds

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Self
 
+import sqlalchemy as sa
 from scrapy.crawler import Crawler
 
 from crawler.items import DiscoveredItem, FailureItem, FeedResultItem, PageItem
@@ -30,6 +31,9 @@ def celery_enqueue(urls: Sequence[str]) -> None:
 
     for start in range(0, len(urls), 10):
         classify_batch.delay(list(urls[start:start + 10]))
+
+
+WRITE_ATTEMPTS = 7
 
 
 class StorePipeline:
@@ -78,9 +82,30 @@ class StorePipeline:
             self.last_flush = time.monotonic()
             if not items:
                 return
-            pending_urls = await asyncio.to_thread(self._write, items)
+            pending_urls = await self._write_with_retries(items)
         if pending_urls and self.enqueue is not None:
-            await asyncio.to_thread(self.enqueue, pending_urls)
+            try:
+                await asyncio.to_thread(self.enqueue, pending_urls)
+            except Exception as exc:
+                # The rows are committed as `pending` with a lease: the sweep enqueues them
+                # again once the broker is back. Nothing is lost by carrying on.
+                logger.warning("could not enqueue %d pages for classification (%s); the sweep "
+                               "will", len(pending_urls), type(exc).__name__)
+
+    async def _write_with_retries(self, items: Sequence[Any]) -> list[str]:
+        """Write a batch, waiting out a database restart (1, 2, 4, ... seconds). A batch that
+        still cannot be written is logged: its URLs stay `queued` with a lease, and the sweep
+        hands them out again."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                return await asyncio.to_thread(self._write, items)
+            except sa.exc.OperationalError as exc:
+                logger.warning("database unavailable (%s); retrying the batch of %d",
+                               type(exc).__name__, len(items))
+                await asyncio.sleep(2**attempt)
+        logger.error("gave up writing a batch of %d items; the sweep will re-fetch them",
+                     len(items))
+        return []
 
     def _write(self, items: Sequence[Any]) -> list[str]:
         """One transaction for the whole batch. Returns the URLs now waiting to be classified."""

@@ -29,7 +29,8 @@ _PASSWORD_INPUT = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
 _ERROR_TITLE = re.compile(
     r"\b(404|410|500|503)\b.{0,40}\b(not found|error|gone|unavailable)\b"
     r"|\b(page|file|article|content)\s+(was\s+)?not\s+found\b|\bpage (does not|doesn't) exist"
-    r"|^\s*(error|not found)\s*$|페이지를\s*찾을\s*수\s*없|존재하지\s*않는\s*페이지|404",
+    r"|^\s*(error|not found)\s*$|페이지를\s*찾을\s*수\s*없|존재하지\s*않는\s*페이지"
+    r"|(?<!\d)404(?!\d)",
     re.I,
 )
 _ERROR_TEXT = re.compile(
