@@ -13,6 +13,7 @@ import os
 import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import Any, Self
 
 from scrapy.crawler import Crawler
@@ -108,4 +109,21 @@ class ExtractPipeline:
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["sluice.pipeline"])
+        _start_forkserver_deaf_to_stop_signals()
         return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up)
+
+
+def _start_forkserver_deaf_to_stop_signals() -> None:
+    """Start the fork server with SIGINT and SIGTERM ignored (inherited across its exec).
+
+    The pool watches its workers through the fork server: were a stop signal sent to the whole
+    process group to kill it, every worker would look dead and the pages in hand would fail.
+    This way only the crawler process acts on the signal, and shuts its pool down in order.
+    """
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in stop_signals}
+    try:
+        forkserver.ensure_running()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

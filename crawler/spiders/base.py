@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import scrapy
-from scrapy.http import Response, TextResponse
+from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from crawler.failures import is_html, is_login_redirect, reason_for_failure, reason_for_status
@@ -62,10 +63,11 @@ class ArticleSpider(scrapy.Spider):
             self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")
             yield FailureItem(url, reason, source, response.status, response.url)
             return
-        encoding = response.encoding if isinstance(response, TextResponse) else None
+        # Only the header's charset is taken here: finding one in the body means decoding it,
+        # CPU work that belongs in the extraction pool (which detects it), not on the reactor.
         yield PageItem(FetchedPage(
             url=url, final_url=response.url, http_status=response.status, body=response.body,
-            content_type=_content_type(response), encoding=encoding,
+            content_type=_content_type(response), encoding=_header_charset(response),
             rendered=bool(response.meta.get("sluice_render")), fetched_at=datetime.now(UTC),
             source=source), render_policy=response.meta.get("sluice_render_policy"))
 
@@ -89,6 +91,14 @@ class ArticleSpider(scrapy.Spider):
         if not is_html(_content_type(response), response.body):
             return "not_html"
         return None
+
+
+def _header_charset(response: Response) -> str | None:
+    match = _CHARSET.search(_content_type(response))
+    return match.group(1) if match else None
+
+
+_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
 def _content_type(response: Response) -> str:
