@@ -262,3 +262,35 @@ def test_failed_urls_can_be_retried_through_the_duplicate_filter(
         finally:
             crawler.stop()
             worker.stop()
+
+
+def test_a_crawler_stopped_with_sigterm_fails_no_page(
+    pg_url: str, redis_url: str, bulk_site: SiteServer, tmp_path: Path
+) -> None:
+    """A stop signal to the crawler's whole process group (as `docker stop` or a terminal's
+    Ctrl-C sends) must not turn the pages in hand into failures: the rest wait for the next
+    crawler, which finishes them."""
+    env = sluice_env(pg_url, redis_url, SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+    (tmp_path / "urls.txt").write_text("\n".join(bulk_site.url(story_path(n))
+                                                 for n in range(0, 2000, 20)))
+    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    worker = WorkerProcess(env)
+    crawler = Crawler(env)
+    try:
+        assert wait_until(lambda: sum(status_counts(pg_url).values())
+                          - status_counts(pg_url).get("queued", 0) >= 10, timeout=120,
+                          interval=0.2)
+        os.killpg(crawler.process.pid, signal.SIGTERM)
+        crawler.process.wait(timeout=120)
+        crawler = Crawler(env)
+        assert wait_until(lambda: not {"queued", "pending"} & set(status_counts(pg_url)),
+                          timeout=300, interval=1), status_counts(pg_url)
+    finally:
+        crawler.stop()
+        worker.stop()
+    engine = make_engine(pg_url)
+    with engine.connect() as conn:
+        reasons = set(conn.execute(sa.select(articles.c.reason)).scalars())
+    engine.dispose()
+    assert not reasons & {"extract_crashed", "extract_error", "fetch_error"}
