@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -38,11 +37,11 @@ import sqlalchemy as sa
 from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.export import ExportQuery, export_rows, select_rows, write_jsonl
+from tests.conftest import create_pg_database as create_test_pg_database
+from tests.conftest import drop_pg_database
 
 logger = logging.getLogger(__name__)
 
-PG_ADMIN_URL = os.environ.get("SLUICE_BENCH_PG",
-                              "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 FORMATS = ("jsonl", "csv", "parquet")
 INSERT_BATCH = 5_000
 WORDS = ("river council budget library tram bridge park volunteers flood school market "
@@ -99,24 +98,11 @@ def fill(url: str, count: int) -> float:
 
 def create_pg_database() -> str | None:
     """A fresh Postgres database's URL, or None when no server answers."""
-    name = f"sluice_bench_{uuid.uuid4().hex[:8]}"
     try:
-        admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
+        return create_test_pg_database()
     except sa.exc.OperationalError as exc:
         logger.warning("no Postgres (%s): SQLite only", exc.orig)
         return None
-    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-
-
-def drop_pg_database(url: str) -> None:
-    name = url.rsplit("/", 1)[1]
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 # --- one measurement (runs in a child process) --------------------------------------------------
