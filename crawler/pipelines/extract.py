@@ -7,6 +7,8 @@ distributed crawls leave classification to the Celery workers.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import logging
 import multiprocessing
 import os
@@ -28,15 +30,31 @@ logger = logging.getLogger(__name__)
 
 
 def _warm_up() -> None:
-    """Import the heavy modules once per worker process, not on its first page.
+    """Set up one worker process, then import the heavy modules once, not on its first page.
 
-    Workers ignore SIGINT and SIGTERM: a stop signal sent to the whole process group must let
-    the crawler finish the pages in hand, which needs its pool alive until it shuts it down.
+    A worker leaves the crawler's process group, so a stop signal sent to the whole group (a
+    terminal's Ctrl-C, `docker stop`) reaches only the crawler, which finishes the pages in hand
+    and shuts its pool down in order; and it dies with the fork server, which dies with the
+    crawler, so a crawler killed outright leaves no worker behind.
     """
+    os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
     import sluice.classification  # noqa: F401
     import sluice.extraction  # noqa: F401
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel kill this process when its parent (the fork server) exits."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # elsewhere, workers still exit once the crawler closes their queue
+
+
+PR_SET_PDEATHSIG = 1
 
 
 class ExtractPipeline:
