@@ -15,6 +15,7 @@ from rich.table import Table
 
 from sluice.cli_feeds import register as register_feeds_commands
 from sluice.cli_queue import register as register_queue_commands
+from sluice.cli_queue import report_problems
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import get_settings
 from sluice.db import make_engine, store
@@ -77,15 +78,9 @@ def read_sources(sources: Sequence[str]) -> URLList:
     return read_url_list(lines)
 
 
-def report_problems(listed: URLList) -> None:
-    for problem in listed.problems:
-        err_console.print(f"line {problem.line}: {problem.reason}: {problem.message} "
-                          f"({problem.text[:80]!r})", markup=False, highlight=False)
-
-
 def cmd_crawl(args: argparse.Namespace) -> int:
     listed = read_sources(args.sources)
-    report_problems(listed)
+    report_problems(list(listed.problems))
     if not listed.urls:
         err_console.print("no valid feed URLs to crawl")
         return 2
