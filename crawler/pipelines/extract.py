@@ -29,8 +29,9 @@ from sluice.pipeline import process_page
 logger = logging.getLogger(__name__)
 
 
-def _warm_up() -> None:
-    """Set up one worker process, then import the heavy modules once, not on its first page.
+def _warm_up(classify: bool) -> None:
+    """Set up one worker process, then import the heavy modules (and, when it classifies, load
+    the page-type model) once, not on its first page.
 
     A worker leaves the crawler's process group, so a stop signal sent to the whole group (a
     terminal's Ctrl-C, `docker stop`) reaches only the crawler, which finishes the pages in hand
@@ -41,8 +42,15 @@ def _warm_up() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
-    import sluice.classification  # noqa: F401
     import sluice.extraction  # noqa: F401
+    from sluice.classification.model import load_model
+
+    if classify:
+        load_model()
+
+
+def _ready() -> int:
+    return os.getpid()
 
 
 def _die_with_parent() -> None:
@@ -72,6 +80,10 @@ class ExtractPipeline:
 
     def open_spider(self) -> None:
         self.pool = self._new_pool()
+        # Start every worker now, so their set-up (imports, the model: about two seconds)
+        # overlaps the first fetches instead of delaying the first pages.
+        for _ in range(self.workers):
+            self.pool.submit(_ready)
 
     def close_spider(self) -> None:
         if self.pool is not None:
@@ -128,7 +140,8 @@ class ExtractPipeline:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["sluice.pipeline"])
         _start_forkserver_deaf_to_stop_signals()
-        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up)
+        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up,
+                                   initargs=(self.classify_inline,))
 
 
 def _start_forkserver_deaf_to_stop_signals() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from sluice.classification.features import feature_vector, text_document
-from sluice.classification.forest import PackedForest
+from sluice.classification.forest import PackedForest, PackedTextModel
 from sluice.classification.policy import SuitabilityPolicy
 from sluice.records import Extraction
 
@@ -64,7 +64,8 @@ class PageTypeModel:
         self.feature_names: list[str] = list(artifact["feature_names"])
         # Packed once: scikit-learn's own per-tree predict costs 25 ms for a single page.
         self._forest = PackedForest(artifact["model"])
-        self._text_model = artifact.get("text_model")
+        text_model = artifact.get("text_model")
+        self._text_model = PackedTextModel(text_model) if text_model is not None else None
         self.sklearn_version: str = artifact["sklearn_version"]
 
     def text_probabilities(self, documents: Sequence[str]) -> np.ndarray:

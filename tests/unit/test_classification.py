@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sluice.classification import PageRequest, SuitabilityPolicy, classify_page, classify_pages
 from sluice.classification.policy import PAGE_TYPES
@@ -33,6 +35,14 @@ URLS = {
     "error": "https://example.org/missing-page",
     "cookie-wall": "https://example.org/consent",
 }
+# Pieces the pattern tests build texts from: the words the text patterns look for, broken up,
+# and what sits around them.
+SAMPLE_TOKENS = {*" .:-,?", "s", "ed", "ing", "a", "x", "1", "2024", *(
+    word for pattern in ("add to cart", "in stock", "reply replies posted by joined quote thread",
+                         "parameter returns example syntax function install configure api",
+                         "read more page 3 of", "i we he she they was were said",
+                         "댓글 설치 더보기")
+    for word in pattern.split())}
 # (fixture, expected page type, expected suitability)
 FIXTURE_CASES = [
     ("article-en", "article", True),
@@ -178,3 +188,35 @@ def test_packed_forest_matches_scikit_learn() -> None:
     types = np.array(["article", "forum", "product"])[kind]
     model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(rows, types)
     assert np.allclose(PackedForest(model).predict_proba(rows), model.predict_proba(rows))
+
+
+def test_packed_text_model_matches_scikit_learn() -> None:
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from sluice.classification.forest import PackedTextModel
+
+    words = "river bank loan price cart reply thread install api said was news story".split()
+    rng = np.random.default_rng(1)
+    documents = [" ".join(rng.choice(words, size=rng.integers(1, 40))) for _ in range(200)]
+    labels = ["shop" if "cart" in d else "forum" if "reply" in d else "article"
+              for d in documents]
+    model = make_pipeline(TfidfVectorizer(sublinear_tf=True, min_df=2, dtype=np.float32),
+                          LogisticRegression(max_iter=300)).fit(documents, labels)
+    unseen = [*documents[:50], "", "words the vocabulary never saw", "Cart CART cart reply"]
+    expected = np.vstack([model.predict_proba([d]) for d in unseen])
+    assert np.allclose(PackedTextModel(model).predict_proba(unseen), expected, atol=1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(sorted(SAMPLE_TOKENS)), max_size=60))
+def test_skipping_patterns_find_exactly_what_the_plain_patterns_find(tokens: list[str]) -> None:
+    import re
+
+    from sluice.classification.features import TEXT_WORDS, skipping
+
+    text = "".join(tokens)
+    for pattern in TEXT_WORDS.values():
+        assert skipping(pattern).findall(text) == re.compile(pattern).findall(text)
