@@ -17,6 +17,7 @@ from sluice.classification import classify_page
 from sluice.db import store
 from sluice.db.models import articles
 from sluice.extraction import extract
+from sluice.extraction.decoding import decode_html
 from sluice.gate import GateOptions, gate_length, settle_status
 from sluice.records import Extraction, FetchedPage, GateResult, Status, Verdict
 from sluice.render_policy import RenderDecision, needs_render
@@ -27,9 +28,9 @@ STRUCTURE_FIELDS = ("n_paragraphs", "n_list_items", "n_headings", "n_links", "li
 
 @dataclass(frozen=True, slots=True)
 class PageOutcome:
-    """What the pipeline decided for one fetched page."""
+    """What the pipeline decided for one fetched page (without the page itself: it travels back
+    from the extraction pool, and its body is the crawler's already)."""
 
-    page: FetchedPage
     extraction: Extraction
     gate: GateResult
     options: GateOptions
@@ -43,19 +44,11 @@ class PageOutcome:
         return settle_status(self.gate.n_chars, self.verdict, self.options)
 
 
-def decode_body(body: bytes, encoding: str | None) -> str | bytes:
-    """Decode with the charset the crawler found; without one, let extraction detect it."""
-    if not encoding:
-        return body
-    try:
-        return body.decode(encoding)
-    except (LookupError, UnicodeDecodeError):
-        return body
-
-
 def process_page(page: FetchedPage, gate: GateOptions, classify: bool) -> PageOutcome:
     """Extract and gate one page; with `classify`, settle it too (the embedded path)."""
-    html = decode_body(page.body, page.encoding)
+    # Decoded once here (the header's charset, else the page's own, else a detected one), so
+    # extraction and classification do not each detect a charset again.
+    html = decode_html(page.body, page.encoding)
     extraction = extract(html, url=page.final_url or page.url)
     result = gate_length(extraction.text, gate)
     verdict = render = None
@@ -63,16 +56,17 @@ def process_page(page: FetchedPage, gate: GateOptions, classify: bool) -> PageOu
         verdict = classify_page(html, page.final_url or page.url, extraction)
     if not page.rendered:
         render = needs_render(page.body, extraction, result)
-    return PageOutcome(page, extraction, result, gate, verdict, render)
+    return PageOutcome(extraction, result, gate, verdict, render)
 
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def outcome_row(outcome: PageOutcome, lease_until: datetime | None) -> dict[str, Any]:
+def outcome_row(page: FetchedPage, outcome: PageOutcome, lease_until: datetime | None
+                ) -> dict[str, Any]:
     """The `articles` row for a processed page."""
-    page, extraction, gate = outcome.page, outcome.extraction, outcome.gate
+    extraction, gate = outcome.extraction, outcome.gate
     now = store.utcnow()
     row: dict[str, Any] = {
         "url": page.url, "status": gate.status, "reason": gate.reason,
@@ -129,7 +123,7 @@ def classify_stored(engine: sa.Engine, url: str, gate: GateOptions) -> Status | 
         body = store.read_body(conn, url) if row is not None else None
     if row is None:
         return None
-    html = decode_body(*body) if body is not None else (row.text or "")
+    html = decode_html(*body) if body is not None else (row.text or "")
     verdict = classify_page(html, row.final_url or url, extraction_from_row(row))
     status, reason = settle_status(row.char_count or 0, verdict, gate)
     with engine.begin() as conn:

@@ -124,7 +124,7 @@ class StorePipeline:
                     rows.append(failure_row(item.url, item.reason, item.source, item.http_status,
                                             item.final_url, item.rendered))
                 elif isinstance(item, PageItem) and item.outcome is not None:
-                    row = outcome_row(item.outcome, lease)
+                    row = outcome_row(item.page, item.outcome, lease)
                     rows.append(row)
                     if row["status"] is not Status.UNDER_LIMIT:
                         render_outcomes.append((host_of(item.page.url), item.page.rendered))

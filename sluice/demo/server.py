@@ -44,6 +44,8 @@ DEMO_ROUTES: dict[str, Route] = {
 
 class SiteHandler(BaseHTTPRequestHandler):
     server: SiteServer.HTTPServer
+    # Keep-alive, as real sites serve: one connection carries many requests.
+    protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
         site = self.server.site
