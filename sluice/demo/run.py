@@ -22,8 +22,9 @@ def run_demo(console: Console) -> int:
     os.environ["SLUICE_ALLOW_PRIVATE_NETWORKS"] = "true"
     get_settings.cache_clear()
     with SiteServer() as site:
-        console.print(f"demo site at {site.base_url}; crawling its feeds into "
-                      f"{get_settings().database_url}")
+        # The database URL may hold a password: it is shown masked.
+        where = sa.make_url(get_settings().database_url).render_as_string(hide_password=True)
+        console.print(f"demo site at {site.base_url}; crawling its feeds into {where}")
         code = crawl_feeds([site.url(path) for path in DEMO_FEEDS], source="demo")
         _print_rows(console, site.base_url)
     cmd_status(None)

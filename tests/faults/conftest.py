@@ -26,11 +26,12 @@ def fault_env(database_url: str, redis_url: str | None = None, **extra: str) -> 
 
 
 def crawl_urls(urls: list[str], env: dict[str, str], tmp_path: Path,
-               timeout: float = CRAWL_TIMEOUT) -> dict[str, Any]:
-    """Fetch article URLs in one real crawl process; returns its Scrapy stats (and stderr)."""
+               timeout: float = CRAWL_TIMEOUT, log_level: str = "WARNING") -> dict[str, Any]:
+    """Fetch article URLs in one real crawl process; returns its Scrapy stats (and output)."""
     urls_file = tmp_path / "urls.jsonl"
     urls_file.write_text("\n".join(json.dumps({"url": url}) for url in urls))
-    return _crawl(["--urls-file", str(urls_file)], env, tmp_path, timeout)
+    return _crawl(["--urls-file", str(urls_file), "--log-level", log_level], env, tmp_path,
+                  timeout)
 
 
 def crawl_feeds(feeds: list[str], env: dict[str, str], tmp_path: Path,
@@ -50,6 +51,7 @@ def _crawl(args: list[str], env: dict[str, str], tmp_path: Path,
     assert stats_file.exists(), result.stderr[-3000:]
     stats: dict[str, Any] = json.loads(stats_file.read_text())
     stats["_stderr"] = result.stderr
+    stats["_stdout"] = result.stdout
     return stats
 
 
@@ -60,6 +62,17 @@ def all_rows(database_url: str) -> dict[str, sa.Row[Any]]:
         rows = conn.execute(sa.select(articles)).all()
     engine.dispose()
     return {row.url: row for row in rows}
+
+
+def every_value(database_url: str) -> str:
+    """Every value of every row of every table, as text (to look for a leaked secret)."""
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        values = [repr(tuple(row)) for table in sa.inspect(conn).get_table_names()
+                  for row in conn.execute(sa.select(sa.literal_column("*"))
+                                          .select_from(sa.table(table)))]
+    engine.dispose()
+    return "\n".join(values)
 
 
 def status_of(row: sa.Row[Any]) -> tuple[str, str | None]:
