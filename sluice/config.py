@@ -61,6 +61,9 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     timeout: float = Field(20.0, gt=0)
     requests_per_minute: int = Field(60, ge=1)
+    failure_pause: float = Field(30.0, ge=0, description=(
+        "Seconds the endpoint is left alone after a failed request: a hanging endpoint then "
+        "costs one timeout per pause, not one per page."))
     uncertain_low: float = Field(0.35, ge=0, le=1)
     uncertain_high: float = Field(0.65, ge=0, le=1)
 

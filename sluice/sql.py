@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -108,22 +109,27 @@ def _cell(value: Any) -> str:
     return text
 
 
-def shell_command(database_url: str) -> list[str]:
-    """The command line of the database's own shell: `psql URL` or `sqlite3 FILE`."""
+def shell_command(database_url: str) -> tuple[list[str], dict[str, str]]:
+    """The command line of the database's own shell (`psql URL` or `sqlite3 FILE`) and the
+    environment it needs: a password goes in the environment, never on the command line,
+    where every user of the machine could read it in the process list."""
     url = sa.make_url(normalise_database_url(database_url))
     backend = url.get_backend_name()
     if backend == "postgresql":
-        return ["psql", url.set(drivername="postgresql").render_as_string(hide_password=False)]
+        secret = {"PGPASSWORD": url.password} if url.password else {}
+        bare = sa.URL.create("postgresql", url.username, None, url.host, url.port, url.database,
+                             url.query)
+        return ["psql", bare.render_as_string(hide_password=False)], secret
     if backend == "sqlite":
-        return ["sqlite3", url.database or ":memory:"]
+        return ["sqlite3", url.database or ":memory:"], {}
     raise ValueError(f"no shell known for {backend} databases")
 
 
 def open_shell(database_url: str) -> int:
     """Run the shell attached to this terminal; returns its exit code."""
-    command = shell_command(database_url)
+    command, secret = shell_command(database_url)
     if shutil.which(command[0]) is None:
         raise ShellMissing(f"{command[0]} is not installed (or not on PATH); install it, or pass "
                            "a statement: sluice sql \"SELECT ...\"")
     logger.debug("opening %s", command[0])
-    return subprocess.call(command)
+    return subprocess.call(command, env={**os.environ, **secret})

@@ -141,6 +141,7 @@ class LLMClassifier:
         self._limiter = RateLimiter(settings.requests_per_minute)
         self._cache: collections.OrderedDict[str, LLMAnswer] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._paused_until = 0.0
 
     def _secret(self) -> str | None:
         key = self._settings.api_key
@@ -172,6 +173,9 @@ class LLMClassifier:
         cached = self._cached(key)
         if cached is not None:
             return cached
+        if time.monotonic() < self._paused_until:
+            logger.debug("LLM endpoint paused after a failure; keeping the model's verdict")
+            return None
         if not self._limiter.try_acquire():
             logger.debug("LLM rate limit reached; keeping the model's verdict for %s", url)
             return None
@@ -202,5 +206,8 @@ class LLMClassifier:
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
             # Only the error's type and status: the request (with its key) is never logged.
             status = getattr(error, "code", "")
-            logger.warning("LLM request failed: %s %s", type(error).__name__, status)
+            pause = self._settings.failure_pause
+            logger.warning("LLM request failed: %s %s; pausing the LLM tier for %.0f s",
+                           type(error).__name__, status, pause)
+            self._paused_until = time.monotonic() + pause
             return None

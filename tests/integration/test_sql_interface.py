@@ -299,7 +299,7 @@ def test_sql_command_line(database: str) -> None:
 
 
 def test_sql_shell_is_the_databases_own(database: str) -> None:
-    command = shell_command(database)
+    command, _ = shell_command(database)
     assert command[0] == ("sqlite3" if dialect_of(database) == "sqlite" else "psql")
     statement = "SELECT count(*) FROM usable_articles;\n"
     result = subprocess.run([*_sluice_cli(), "sql"], input=statement, env=sluice_env(database),
@@ -307,6 +307,12 @@ def test_sql_shell_is_the_databases_own(database: str) -> None:
                             check=False)
     assert result.returncode == 0, result.stderr
     assert "7" in result.stdout.split()
+
+
+def test_sql_shell_keeps_the_password_off_the_command_line() -> None:
+    command, env = shell_command("postgresql://reader:s3cret@db.example.org:5432/articles")
+    assert command == ["psql", "postgresql://reader@db.example.org:5432/articles"]
+    assert env == {"PGPASSWORD": "s3cret"}
 
 
 def test_sql_shell_missing_is_a_clear_error(database: str, tmp_path: Path) -> None:

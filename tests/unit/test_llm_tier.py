@@ -102,6 +102,7 @@ def _settings(server: ChatServer, **overrides: Any) -> LLMSettings:
         "api_key": SecretStr(API_KEY),
         "timeout": 0.5,
         "requests_per_minute": 1000,
+        "failure_pause": 0.0,
         "uncertain_low": 0.0,
         "uncertain_high": 1.0,
     }
@@ -153,6 +154,18 @@ def test_api_key_is_never_logged(server: ChatServer, caplog: pytest.LogCaptureFi
     for mode in ("error", "malformed", "leaks_key"):
         _ask(server, mode)
     assert API_KEY not in caplog.text
+
+
+def test_a_failing_endpoint_is_paused_not_asked_about_every_page(server: ChatServer) -> None:
+    server.mode = "timeout"
+    server.requests.clear()
+    client = LLMClassifier(_settings(server, failure_pause=60.0))
+    started = time.monotonic()
+    answers = [client.classify(PAGE, f"https://example.org/{n}", DEFAULT_POLICY)
+               for n in range(5)]
+    assert answers == [None] * 5
+    assert len(server.requests) == 1  # one timeout, then the model's verdicts at once
+    assert time.monotonic() - started < 3 * 0.5 + 1
 
 
 def test_unreachable_endpoint_falls_back() -> None:
