@@ -20,6 +20,8 @@ ITEM_PIPELINES = {
 SSRF_MIDDLEWARE = {"crawler.middlewares.ssrf.SSRFGuardMiddleware": 50}
 RENDER_MIDDLEWARE = {"crawler.middlewares.render.RenderMiddleware": 60}
 REDIRECT_HOPS_MIDDLEWARE = {"crawler.middlewares.redirects.RedirectHopsMiddleware": 590}
+META_REFRESH_MIDDLEWARE = {"scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+                           "crawler.middlewares.redirects.CheapMetaRefreshMiddleware": 580}
 RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
                     "crawler.middlewares.retry.BackoffRetryMiddleware": 550}
 # Closest to the download, so every attempt (retries and redirects too) takes a slot.
@@ -39,6 +41,7 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
                                    **({} if settings.browser.render == "never"
                                       else RENDER_MIDDLEWARE),
                                    **RETRY_MIDDLEWARE, **REDIRECT_HOPS_MIDDLEWARE,
+                                   **META_REFRESH_MIDDLEWARE,
                                    **(POLITENESS_MIDDLEWARE if settings.redis_url else {})},
         "USER_AGENT": fetch.user_agent,
         "ROBOTSTXT_OBEY": fetch.obey_robots,

@@ -14,6 +14,8 @@ from typing import Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
+from scrapy.http import Response
 
 
 class RedirectHopsMiddleware:
@@ -26,3 +28,22 @@ class RedirectHopsMiddleware:
         if "sluice_url" in request.meta or "sluice_feed" in request.meta:
             request.dont_filter = True
         return None
+
+
+# Scrapy looks for the refresh tag in the first 4,096 characters: at most 16 KB of UTF-8.
+REFRESH_WINDOW_BYTES = 4 * 4096
+
+
+class CheapMetaRefreshMiddleware(MetaRefreshMiddleware):
+    """Scrapy's `<meta http-equiv="refresh">` redirects, without decoding every page.
+
+    Scrapy decodes a page's whole body on the reactor thread to look at its first characters
+    (and keeps the decoded copy with the response). A page whose first bytes do not hold the
+    word "refresh" has no such tag, so only the few that do are decoded.
+    """
+
+    def process_response(self, request: Request, response: Response,
+                         spider: object = None) -> Request | Response:
+        if b"refresh" not in response.body[:REFRESH_WINDOW_BYTES].lower():
+            return response
+        return super().process_response(request, response)

@@ -172,6 +172,9 @@ class HostileServer:
             "/malformed": lambda path, hits: (200, html, _malformed_html()),
             "/mojibake": lambda path, hits: (200, html, _mojibake()),
             "/empty": lambda path, hits: (200, html, b""),
+            "/meta-refresh": lambda path, hits: (200, html, (
+                b'<html><head><META HTTP-EQUIV="Refresh" CONTENT="0; URL=/html/refreshed">'
+                b"</head><body>Moved.</body></html>")),
             "/server-error": lambda path, hits: (500, html, b"<html><body>boom</body></html>"),
             "/rate-limited": lambda path, hits: (429, {**html, "Retry-After": "1"}, b"slow down"),
             "/rate-limited-once": lambda path, hits: (

@@ -34,6 +34,7 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "/lying-length": (FAILED, "connection_lost"),
     "/malformed": ("success", None),
     "/empty": ("under_limit", "no_text"),
+    "/meta-refresh": ("success", None),
     "/rate-limited": (FAILED, "http_429"),
     "/rate-limited-once": ("success", None),
 }
@@ -57,6 +58,8 @@ def test_every_hostile_response_is_one_explained_row(pg_url: str, tmp_path: Path
     assert got == EXPECTED
     assert {status_of(rows[server.url(path)])[0] for path in charset_pages()} <= EXTRACTED
     assert status_of(rows[server.url("/mojibake")])[0] in ("success", "under_limit")
+    # A meta-refresh page is followed, and the row says where it ended.
+    assert rows[server.url("/meta-refresh")].final_url == server.url("/html/refreshed")
     # The slow drip is cut by the total time limit, not left to trickle forever.
     assert elapsed < 240
     # Retry-After was obeyed, and the retries are bounded.
