@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 def _warm_up(classify: bool) -> None:
     """Set up one worker process, then import the heavy modules (and, when it classifies, load
-    the page-type model) once, not on its first page.
+    the page-type model, unless the fork server already had) once, not on its first page.
 
     A worker leaves the crawler's process group, so a stop signal sent to the whole group (a
     terminal's Ctrl-C, `docker stop`) reaches only the crawler, which finishes the pages in hand
@@ -138,7 +138,10 @@ class ExtractPipeline:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["sluice.pipeline"])
+        preload = ["sluice.pipeline"]
+        if self.classify_inline:
+            preload.append("sluice.classification.preload")
+        context.set_forkserver_preload(preload)
         _start_forkserver_deaf_to_stop_signals()
         return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up,
                                    initargs=(self.classify_inline,))
