@@ -29,3 +29,30 @@ def tree_peak_mb(pid: int) -> float:
         except OSError:
             continue
     return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time of process trees, sampled: each process counts with the most it was seen to use,
+    so processes that exit between samples are not lost (only their last fraction of a second).
+    """
+
+    def __init__(self) -> None:
+        self.used: dict[int, float] = {}
+
+    def sample(self, *roots: int) -> float:
+        for root in roots:
+            for pid in [root, *children(root)]:
+                self.used[pid] = max(self.used.get(pid, 0.0), cpu_seconds(pid))
+        return self.total()
+
+    def total(self) -> float:
+        return sum(self.used.values())
