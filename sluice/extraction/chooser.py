@@ -1,11 +1,13 @@
 """A per-page choice among candidate extractions, learned from how they agree.
 
 For each candidate a small regression-tree ensemble predicts its word-F1 from features that
-need no ground truth: how much each pair of candidates agrees (word-bag F1) and how long each
-is, absolutely and relative to all the page's visible text. The candidate with the highest
-predicted F1 wins. No per-site rules: the features are the same for every page.
-The trees live in `chooser_model.json`, fitted on the tuning half of the development pages
-by `python -m bench.extraction --fit`.
+need no ground truth: how much each pair of candidates agrees (word-bag F1), how long each
+is, absolutely and relative to all the page's visible text, and where each starts and ends
+within that text. The candidate with the highest predicted F1 wins; the recall candidate's
+ensemble carries a small head start (fitted in, see bench.extraction), so another candidate
+must be predicted clearly better to replace it. No per-site rules: the features are the
+same for every page. The trees live in `chooser_model.json`, fitted on the tuning half of
+the development pages by `python -m bench.extraction --fit`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def agreement(a: Counter[str], b: Counter[str]) -> float:
 
 
 def chooser_features(texts: dict[str, str]) -> list[float]:
-    """Pairwise agreements, log word counts, and log counts relative to the whole page."""
+    """Pairwise agreements, log word counts, log counts relative to the whole page, and the
+    relative position of each candidate's text within the page's text."""
     bags = [word_bag(texts[name]) for name in CANDIDATES]
     lengths = [math.log1p(bag.total()) for bag in bags]
     page = lengths[CANDIDATES.index("page")]
@@ -47,6 +50,21 @@ def chooser_features(texts: dict[str, str]) -> list[float]:
         [agreement(a, b) for a, b in combinations(bags, 2)]
         + lengths
         + [length - page for length in lengths]
+        + [where for name in CANDIDATES for where in span_in_page(texts[name], texts["page"])]
+    )
+
+
+def span_in_page(text: str, page: str) -> tuple[float, float]:
+    """Where a candidate's first line starts and its last line ends in the page's text, as
+    shares of the page's length; -1 for a line not found (or an empty text or page)."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if not lines or not page:
+        return -1.0, -1.0
+    start = page.find(lines[0])
+    end = page.rfind(lines[-1])
+    return (
+        start / len(page) if start >= 0 else -1.0,
+        (end + len(lines[-1])) / len(page) if end >= 0 else -1.0,
     )
 
 
