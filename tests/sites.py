@@ -113,3 +113,20 @@ def crawl_process(feed_urls: list[str], env: dict[str, str], tmp_path: Path,
     stats: dict[str, Any] = json.loads(stats_file.read_text())
     stats["_stderr"] = result.stderr
     return stats
+
+
+def slow_js_only_html(title: str, delay_ms: int, beacon: str, paragraphs: int = 6) -> str:
+    """A JavaScript-only page (the same shell as `js_only_html`) whose script first requests
+    `beacon`, so the server sees a browser running it (a static fetch runs no script), then
+    waits `delay_ms` before writing the article: a render that stays in flight that long."""
+    texts = json.dumps(news_paragraphs(zlib.crc32(title.encode()), paragraphs))
+    return (f"<!doctype html><html lang='en'><head><title>{title}</title></head><body>"
+            "<div id='root'></div><noscript>You need to enable JavaScript to run this app."
+            "</noscript><script>document.addEventListener('DOMContentLoaded', () => {"
+            f"fetch({json.dumps(beacon)}).catch(() => null); setTimeout(() => {{"
+            "const a = document.createElement('article'); const h = document.createElement('h1');"
+            f"h.textContent = {json.dumps(title)}; a.appendChild(h);"
+            f"for (const t of {texts}) {{ const p = document.createElement('p');"
+            "p.textContent = t; a.appendChild(p); }"
+            f"document.getElementById('root').appendChild(a); }}, {int(delay_ms)}); }});"
+            "</script></body></html>")

@@ -3,16 +3,26 @@
 Spiders and pipelines only set `meta["sluice_render"]` (the decision lives in
 `sluice.render_policy`); this middleware adds the browser's request options and turns browser
 errors into reason codes. Nothing else in the project mentions Playwright.
+
+When Chromium dies mid-render (killed, out of memory, a crash), scrapy-playwright starts a new
+browser for the next page (`PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER`), and every render that was
+in flight fails with "target closed" (or, should it wait on the dead browser, is cancelled a few
+seconds later). Each such render is tried once more, through the scheduler, in the new browser;
+a second crash is recorded as `render_crashed`. (The handler's own immediate retries are turned
+off: they could try a page that kills the browser four times, and ended as the misleading
+`render_unavailable`.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from scrapy_playwright.page import PageMethod
 
 from sluice.config import Settings, get_settings
@@ -35,6 +45,59 @@ class RenderFailed(SluiceError):
     reason = "render_failed"
 
 
+class BrowserDied(Exception):
+    """A render still waiting on a browser that died under it (a call that never returned)."""
+
+
+# How long the renders that were in flight when the browser died may take to fail on their own.
+STUCK_AFTER_CRASH_SECONDS = 10.0
+
+
+class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
+    """scrapy-playwright's download handler, with two changes for a browser that dies:
+
+    - no immediate retries of a render whose page, context or browser closed under it
+      (`RenderMiddleware` retries those once, through the scheduler);
+    - a render that was in flight when the browser died and has not ended a few seconds later
+      is cancelled (`BrowserDied`): a page being opened as the browser dies can wait forever for
+      an answer, and hold the crawl open with it.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.config.target_closed_max_retries = 0
+        self.renders: set[asyncio.Future[Any]] = set()
+        self.stuck: set[asyncio.Future[Any]] = set()
+
+    async def download_request(self, request: Request) -> Any:
+        if not request.meta.get("playwright"):
+            return await super().download_request(request)
+        render = asyncio.ensure_future(super().download_request(request))
+        self.renders.add(render)
+        try:
+            return await render
+        except asyncio.CancelledError:
+            if render not in self.stuck:
+                raise
+            raise BrowserDied(f"the browser died while rendering {request.url}, and the "
+                              "render never ended") from None
+        finally:
+            self.renders.discard(render)
+            self.stuck.discard(render)
+
+    async def _browser_disconnected_callback(self) -> None:
+        in_flight = list(self.renders)
+        asyncio.get_running_loop().call_later(STUCK_AFTER_CRASH_SECONDS, self._cancel_stuck,
+                                              in_flight)
+        await super()._browser_disconnected_callback()
+
+    def _cancel_stuck(self, renders: list[asyncio.Future[Any]]) -> None:
+        for render in renders:
+            if not render.done():
+                self.stuck.add(render)
+                render.cancel()
+
+
 def abort_request(request: Any) -> bool:
     """Playwright's request filter: no media, and nothing but http(s) (no file: or data: pages)."""
     if not str(request.url).startswith(("http://", "https://")):
@@ -47,7 +110,7 @@ def browser_settings(settings: Settings) -> dict[str, Any]:
     browser = settings.browser
     if browser.render == "never" or not browser.path:
         return {}
-    handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+    handler = f"{__name__}.BrowserDownloadHandler"
     return {
         "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
@@ -88,9 +151,10 @@ class RenderMiddleware:
         if not self.available:
             self._log_unavailable("no browser found (set SLUICE_BROWSER__PATH)")
             raise RenderFailed("no browser available", "render_unavailable")
-        self.crawler.stats.inc_value("sluice/render/requests")
-        self.crawler.stats.inc_value(
-            f"sluice/render/why/{request.meta.get('sluice_render_reason', 'unknown')}")
+        if not request.meta.get("sluice_render_crashed"):  # a retry is counted apart
+            self.crawler.stats.inc_value("sluice/render/requests")
+            self.crawler.stats.inc_value(
+                f"sluice/render/why/{request.meta.get('sluice_render_reason', 'unknown')}")
         request.meta.update(
             playwright=True, playwright_context="render",
             playwright_context_kwargs=CONTEXT_OPTIONS,
@@ -101,15 +165,27 @@ class RenderMiddleware:
         )
         return None
 
-    def process_exception(self, request: Request, exception: BaseException) -> None:
+    def process_exception(self, request: Request, exception: BaseException) -> Request | None:
         if not request.meta.get("playwright"):
             return None
         reason = _reason_for(exception)
+        if reason == "render_crashed" and not request.meta.get("sluice_render_crashed"):
+            return self._retry_after_crash(request, exception)
         if reason == "render_unavailable":
             self._log_unavailable(str(exception).splitlines()[0][:200])
         self.crawler.stats.inc_value(f"sluice/render/failed/{reason}")
         raise RenderFailed(f"render of {request.url} failed: {type(exception).__name__}",
                            reason) from exception
+
+    def _retry_after_crash(self, request: Request, exception: BaseException) -> Request:
+        """The same render once more, in the restarted browser: a fresh request (the browser's
+        options are added again on its way down), past the duplicate filter."""
+        self.crawler.stats.inc_value("sluice/render/retried_after_crash")
+        logger.warning("the browser died while rendering %s (%s); rendering it once more",
+                       request.url, str(exception).splitlines()[0][:200])
+        meta = {key: value for key, value in request.meta.items()
+                if not key.startswith("playwright")}
+        return request.replace(dont_filter=True, meta={**meta, "sluice_render_crashed": True})
 
     def _log_unavailable(self, detail: str) -> None:
         if not RenderMiddleware.unavailable_logged:
@@ -120,12 +196,18 @@ class RenderMiddleware:
 
 def _reason_for(exception: BaseException) -> str:
     name = type(exception).__name__
-    text = str(exception).lower()
+    # Only the first line: Playwright appends the browser's own log (its command line, every
+    # line Chromium printed), where "launching", "timeout" or "no such file" say nothing of
+    # what went wrong.
+    text = (str(exception).splitlines() or [""])[0].lower()
+    if isinstance(exception, BrowserDied):
+        return "render_crashed"
     if "timeout" in name.lower() or "timeout" in text:
         return "render_timeout"
-    if any(sign in text for sign in ("executable", "launch", "browser has been closed",
-                                     "failed to launch", "no such file")):
+    if any(sign in text for sign in ("executable", "launch", "no such file")):
         return "render_unavailable"
-    if "closed" in text or "crash" in text:
+    if name == "TargetClosedError" or "closed" in text or "crash" in text:
+        # The page, its context or the whole browser died under the render ("Target page,
+        # context or browser has been closed", "Page crashed"): not a browser that cannot start.
         return "render_crashed"
     return "render_failed"
