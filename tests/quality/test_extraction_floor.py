@@ -22,8 +22,8 @@ pytestmark = pytest.mark.quality
 
 # Floors measured on this fixed subset. They may be raised by a commit that earns it;
 # never lower them quietly: a lower floor needs its own commit saying why.
-OVERALL_F1_FLOOR = 0.83  # measured 0.832 (151 pages)
-ARTICLE_F1_FLOOR = 0.95  # measured 0.956 (80 article pages)
+OVERALL_F1_FLOOR = 0.84  # measured 0.844 (151 pages)
+ARTICLE_F1_FLOOR = 0.95  # measured 0.957 (80 article pages)
 EVERY_NTH_HELD_OUT = 5
 
 

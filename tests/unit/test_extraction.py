@@ -160,3 +160,28 @@ def test_bytes_and_str_give_the_same_result() -> None:
 
 def test_extract_can_be_sent_to_a_process_pool() -> None:
     assert pickle.loads(pickle.dumps(extract)) is extract
+
+
+def test_semantic_candidate_keeps_every_section_and_drops_furniture() -> None:
+    from sluice.extraction.candidates import semantic_text
+    from sluice.extraction.core import parse_html
+
+    tree = parse_html(
+        "<html><body><header><p>Site header</p></header>"
+        "<div class='cookie-banner'>We use cookies</div>"
+        "<main><section><h2>Fast</h2><p>Builds in seconds.</p></section>"
+        "<section><h2>Safe</h2><p>Signed <b>releases</b>.</p><nav>Prev Next</nav></section>"
+        "<p hidden>secret</p></main><footer>Copyright</footer></body></html>"
+    )
+    assert tree is not None
+    assert semantic_text(tree) == "Fast\nBuilds in seconds.\nSafe\nSigned releases."
+
+
+def test_semantic_candidate_survives_very_deep_pages() -> None:
+    from sluice.extraction.candidates import semantic_text
+    from sluice.extraction.core import parse_html
+
+    tree = parse_html("<html><body>" + "<div>" * 200 + "deep text" + "</div>" * 200)
+    assert tree is not None
+    assert semantic_text(tree) == "deep text"
+    assert extract("<html><body>" + "<div>" * 5000 + "deep " * 50).text is not None
