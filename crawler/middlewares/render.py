@@ -22,14 +22,19 @@ from typing import Any, Self
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from scrapy_playwright.page import PageMethod
 
 from sluice.config import Settings, get_settings
 from sluice.errors import SluiceError
+from sluice.urls import host_of
 
 logger = logging.getLogger(__name__)
 
+# The header the guard's proxy marks its refusals with (see crawler/browser_guard.py).
+REFUSED_HEADER = "X-Sluice-Refused"
 # Resource types a text extractor never needs; blocking them saves most of a render's bytes.
 BLOCKED_RESOURCES = frozenset({"image", "font", "media", "stylesheet", "websocket", "manifest"})
 # The render ends as soon as the page holds some readable text, not after a fixed sleep; a page
@@ -54,13 +59,15 @@ STUCK_AFTER_CRASH_SECONDS = 10.0
 
 
 class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[misc]
-    """scrapy-playwright's download handler, with two changes for a browser that dies:
+    """scrapy-playwright's download handler, with three changes:
 
     - no immediate retries of a render whose page, context or browser closed under it
       (`RenderMiddleware` retries those once, through the scheduler);
     - a render that was in flight when the browser died and has not ended a few seconds later
       is cancelled (`BrowserDied`): a page being opened as the browser dies can wait forever for
-      an answer, and hold the crawl open with it.
+      an answer, and hold the crawl open with it;
+    - with private networks refused, the browser is launched behind the guard's proxy
+      (`crawler.browser_guard.GuardProxy`), so each of its connections is checked.
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -68,10 +75,13 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
         self.config.target_closed_max_retries = 0
         self.renders: set[asyncio.Future[Any]] = set()
         self.stuck: set[asyncio.Future[Any]] = set()
+        self.proxy = guard_proxy(crawler)
+        self.proxy_started = asyncio.Lock()
 
     async def download_request(self, request: Request) -> Any:
         if not request.meta.get("playwright"):
             return await super().download_request(request)
+        await self._start_proxy()
         render = asyncio.ensure_future(super().download_request(request))
         self.renders.add(render)
         try:
@@ -85,6 +95,17 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             self.renders.discard(render)
             self.stuck.discard(render)
 
+    async def _start_proxy(self) -> None:
+        """Before the browser is first launched: start the proxy and launch it behind it."""
+        async with self.proxy_started:
+            if self.proxy is not None and "proxy" not in self.config.launch_options:
+                self.config.launch_options["proxy"] = {"server": await self.proxy.start()}
+
+    async def close(self) -> None:
+        await super().close()
+        if self.proxy is not None:
+            await self.proxy.close()
+
     async def _browser_disconnected_callback(self) -> None:
         in_flight = list(self.renders)
         asyncio.get_running_loop().call_later(STUCK_AFTER_CRASH_SECONDS, self._cancel_stuck,
@@ -96,6 +117,33 @@ class BrowserDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[m
             if not render.done():
                 self.stuck.add(render)
                 render.cancel()
+
+
+def browser_guard(crawler: Crawler) -> Any:
+    """The policy for the browser's connections, or None when private networks are allowed."""
+    settings: Settings = crawler.settings.get("SLUICE_SETTINGS") or get_settings()
+    if settings.allow_private_networks:
+        return None
+    return load_object(crawler.settings.get("SLUICE_BROWSER_GUARD",
+                                            "crawler.browser_guard.BrowserGuard"))()
+
+
+def guard_proxy(crawler: Crawler) -> Any:
+    from crawler.browser_guard import GuardProxy  # it imports this module
+
+    guard = browser_guard(crawler)
+    return None if guard is None else GuardProxy(guard)
+
+
+async def watch_navigations(page: Any, request: Request) -> None:
+    """Page set-up (`playwright_page_init_callback`): remember the URL of a navigation of the
+    page itself that failed (refused, or unreachable), for `RenderMiddleware` to report."""
+
+    def failed(browser_request: Any) -> None:
+        if browser_request.is_navigation_request() and browser_request.frame == page.main_frame:
+            request.meta["sluice_failed_navigation"] = str(browser_request.url)
+
+    page.on("requestfailed", failed)
 
 
 def abort_request(request: Any) -> bool:
@@ -137,6 +185,7 @@ class RenderMiddleware:
         self.timeout_ms = settings.browser.navigation_timeout * 1000
         self.text_wait_ms = self.timeout_ms / 2
         self.available = bool(browser_settings(settings))
+        self.guard = browser_guard(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -162,8 +211,32 @@ class RenderMiddleware:
                                          "timeout": self.timeout_ms},
             playwright_page_methods=[PageMethod("wait_for_function", TEXT_PRESENT,
                                                 arg=self.text_wait_ms, timeout=self.timeout_ms)],
+            playwright_page_init_callback=f"{__name__}.watch_navigations",
         )
         return None
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        """A render that ended anywhere but on a page of an allowed address is a failure: the
+        guard's refusal, or the browser's own error page (a navigation refused or failed)."""
+        if not request.meta.get("playwright"):
+            return response
+        if response.headers.get(REFUSED_HEADER):
+            raise self._failed(request, "blocked_address", f"{response.url} refused")
+        if not response.url.startswith(("http://", "https://")):
+            failed = request.meta.get("sluice_failed_navigation") or ""
+            refusal = await self.guard.refused(failed) if self.guard and failed else None
+            raise self._failed(request, "render_failed" if refusal is None else "blocked_address",
+                               f"the browser ended on {response.url[:40]} after {failed[:200]}")
+        if self.guard is not None and host_of(response.url) != host_of(request.url):
+            refusal = await self.guard.refused(response.url)
+            if refusal is not None:
+                raise self._failed(request, "blocked_address", str(refusal))
+        return response
+
+    def _failed(self, request: Request, reason: str, detail: str) -> RenderFailed:
+        self.crawler.stats.inc_value(f"sluice/render/failed/{reason}")
+        logger.info("render of %s failed (%s): %s", request.url, reason, detail)
+        return RenderFailed(f"render of {request.url} failed: {detail}", reason)
 
     def process_exception(self, request: Request, exception: BaseException) -> Request | None:
         if not request.meta.get("playwright"):
@@ -184,7 +257,7 @@ class RenderMiddleware:
         logger.warning("the browser died while rendering %s (%s); rendering it once more",
                        request.url, str(exception).splitlines()[0][:200])
         meta = {key: value for key, value in request.meta.items()
-                if not key.startswith("playwright")}
+                if not key.startswith(("playwright", "sluice_failed_navigation"))}
         return request.replace(dont_filter=True, meta={**meta, "sluice_render_crashed": True})
 
     def _log_unavailable(self, detail: str) -> None:
