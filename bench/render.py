@@ -3,6 +3,10 @@
 Serves a local corpus in which a share of the pages only render with JavaScript, crawls it with
 each render policy (`never`, `auto`, `always`) into a fresh SQLite database, and prints pages/s,
 how many pages ended `success`, and the browser's peak memory (all its processes, sampled).
+
+`--sustained [N]` (2,000 pages when N is left out) instead runs one `always` crawl of N pages and
+prints the browser's memory over the run (the processes of this crawl's browser only, sampled
+every second): the peak and mean of each quarter of the run, to see whether it stays flat.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -21,13 +26,14 @@ from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.demo.server import SiteServer
 from tests.conftest import sluice_env
+from tests.faults.conftest import browser_pids
 from tests.sites import article_html, crawl_process, js_only_html, rss, write_site
 
 
-def browser_rss_mb() -> float:
-    """Resident memory of every Chromium process now running, in MB."""
+def browser_rss_mb(pids: Iterable[int] | None = None) -> float:
+    """Resident memory of every Chromium process now running (or of `pids` only), in MB."""
     total = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in filter(str.isdigit, os.listdir("/proc")) if pids is None else map(str, pids):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 if b"chrom" not in handle.read().split(b"\0")[0]:
@@ -49,6 +55,28 @@ class PeakSampler(threading.Thread):
         while self.running:
             self.peak = max(self.peak, browser_rss_mb())
             time.sleep(0.2)
+
+
+class SeriesSampler(threading.Thread):
+    """Every second: seconds since the start, this process's browser memory (its descendants
+    only, so other crawls' browsers on the machine do not count) and the rows finished."""
+
+    def __init__(self, database_url: str) -> None:
+        super().__init__(daemon=True)
+        self.engine = make_engine(database_url)
+        self.samples: list[tuple[float, float, int]] = []
+        self.running = True
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while self.running:
+            memory = browser_rss_mb(browser_pids(os.getpid()))
+            with self.engine.connect() as conn:
+                done = conn.execute(sa.select(sa.func.count()).where(
+                    articles.c.status.not_in(["queued", "pending"]))).scalar_one()
+            self.samples.append((time.monotonic() - start, memory, done))
+            time.sleep(1.0)
+        self.engine.dispose()
 
 
 def build_corpus(root: Path, pages: int, js_share: float) -> list[str]:
@@ -82,15 +110,59 @@ def run_policy(site: SiteServer, policy: str, work: Path) -> tuple[float, int, f
         success = conn.execute(sa.select(sa.func.count()).where(
             articles.c.status.in_(["success", "truncated"]))).scalar_one()
     engine.dispose()
-    renders = int(stats.get("sluice/render/requests", 0))  # type: ignore[call-overload]
+    renders = int(stats.get("sluice/render/requests", 0))
     return crawl_seconds(stats), success, sampler.peak, renders
+
+
+def sustained(pages: int, js_share: float) -> None:
+    """One `always` crawl of `pages` pages; the browser's memory in each quarter of the run."""
+    with tempfile.TemporaryDirectory() as work_dir:
+        work = Path(work_dir)
+        paths = build_corpus(work / "site", pages, js_share)
+        url = f"sqlite:///{work / 'bench.db'}"
+        upgrade(url)
+        with SiteServer(work / "site", routes={}) as site:
+            (work / "site" / "feed.xml").write_text(rss([site.url(path) for path in paths]))
+            sampler = SeriesSampler(url)
+            sampler.start()
+            stats = crawl_process([site.url("/feed.xml")],
+                                  sluice_env(url, SLUICE_BROWSER__RENDER="always"), work,
+                                  timeout=4 * 3600)
+            sampler.running = False
+            sampler.join()
+    samples = [sample for sample in sampler.samples if sample[1] > 0]  # once the browser is up
+    renders = int(stats.get("sluice/render/requests", 0))
+    restarts = int(stats.get("playwright/browser_count", 0)) - 1
+    seconds = crawl_seconds(stats)
+    print(f"{pages} pages, every one rendered (always): {renders} renders in {seconds:.0f} s "
+          f"({pages / seconds:.1f} pages/s), browser restarts: {restarts}, "
+          f"{len(samples)} samples of the browser's memory")
+    if not samples:
+        return
+    first, last = samples[0][0], samples[-1][0]
+    print(f"{'quarter':8} {'seconds':>11} {'pages done':>11} {'peak MB':>8} {'mean MB':>8}")
+    for quarter in range(4):
+        low = first + (last - first) * quarter / 4
+        high = first + (last - first) * (quarter + 1) / 4
+        window = [sample for sample in samples
+                  if low <= sample[0] < high or (quarter == 3 and sample[0] == last)]
+        if not window:
+            continue
+        memory = [sample[1] for sample in window]
+        print(f"{quarter + 1:<8} {f'{low:.0f}-{high:.0f}':>11} {window[-1][2]:>11} "
+              f"{max(memory):8.0f} {sum(memory) / len(memory):8.0f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--js-share", type=float, default=0.1)
+    parser.add_argument("--sustained", type=int, nargs="?", const=2000, metavar="N",
+                        help="one `always` crawl of N pages (2000), memory over the run")
     args = parser.parse_args()
+    if args.sustained:
+        sustained(args.sustained, args.js_share)
+        return
     with tempfile.TemporaryDirectory() as work_dir:
         work = Path(work_dir)
         paths = build_corpus(work / "site", args.pages, args.js_share)

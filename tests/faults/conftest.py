@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +79,41 @@ def every_value(database_url: str) -> str:
 
 def status_of(row: sa.Row[Any]) -> tuple[str, str | None]:
     return getattr(row.status, "value", row.status), row.reason
+
+
+def children_by_parent() -> dict[int, list[int]]:
+    """{parent pid: child pids} for every process now running."""
+    tree: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="latin-1") as handle:
+                # The command name (in parentheses) may hold spaces: the parent follows its end.
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+def descendants(pid: int) -> Iterator[int]:
+    """Every process below `pid`: children, their children, and so on."""
+    tree = children_by_parent()
+    stack = list(tree.get(pid, []))
+    while stack:
+        child = stack.pop()
+        yield child
+        stack.extend(tree.get(child, []))
+
+
+def browser_pids(root: int) -> list[int]:
+    """The Chromium processes below `root` (a crawl process, say), not anybody else's."""
+    found = []
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                program = handle.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if b"chrom" in os.path.basename(program):
+            found.append(pid)
+    return found

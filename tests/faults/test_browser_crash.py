@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,13 @@ from playwright.async_api import Error as BrowserError
 from crawler.middlewares.render import _reason_for
 from sluice.demo.server import Reply, Route, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, wait_until
-from tests.faults.conftest import CRAWL_TIMEOUT, all_rows, fault_env, status_of
+from tests.faults.conftest import (
+    CRAWL_TIMEOUT,
+    all_rows,
+    browser_pids,
+    fault_env,
+    status_of,
+)
 from tests.sites import js_only_html, rss, slow_js_only_html, story_path, write_site
 
 pytestmark = pytest.mark.integration
@@ -32,42 +37,6 @@ SLOW_PAGES = 3  # fewer than the browser's pages at once, so all of them render 
 LATE_PAGES = 6
 RENDER_DELAY_MS = 6000  # well under the render's text wait (half the navigation timeout)
 TERMINAL = {"success", "truncated", "under_limit", "unsuitable_content", "fetch_failed"}
-
-
-def children_by_parent() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat", encoding="latin-1") as handle:
-                # The command name (in parentheses) may hold spaces: the parent follows its end.
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        tree.setdefault(parent, []).append(int(entry))
-    return tree
-
-
-def descendants(pid: int) -> Iterator[int]:
-    tree = children_by_parent()
-    stack = list(tree.get(pid, []))
-    while stack:
-        child = stack.pop()
-        yield child
-        stack.extend(tree.get(child, []))
-
-
-def browser_pids(crawl_pid: int) -> list[int]:
-    """The Chromium processes started by this crawl process (not anybody else's)."""
-    found = []
-    for pid in descendants(crawl_pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                program = handle.read().split(b"\0")[0]
-        except OSError:
-            continue
-        if b"chrom" in os.path.basename(program):
-            found.append(pid)
-    return found
 
 
 def kill_all(pids: list[int]) -> None:
