@@ -11,6 +11,10 @@ seconds later). Each such render is tried once more, through the scheduler, in t
 a second crash is recorded as `render_crashed`. (The handler's own immediate retries are turned
 off: they could try a page that kills the browser four times, and ended as the misleading
 `render_unavailable`.)
+
+With private networks refused, the browser runs behind the proxy of `crawler.browser_guard`, and
+a render that ended on a refused address, or on the browser's own error page, is a failure
+(`blocked_address`, else `render_failed`), never a row holding that page's text.
 """
 
 from __future__ import annotations
