@@ -150,6 +150,17 @@ async def watch_navigations(page: Any, request: Request) -> None:
     page.on("requestfailed", failed)
 
 
+def without_browser_options(request: Request) -> Request:
+    """The request as it was before this middleware dressed it for the browser.
+
+    A request sent again (a retry) goes back through the scheduler, whose shared queue holds
+    only JSON; the browser's options are objects, and are added again on the way down.
+    """
+    meta = {key: value for key, value in request.meta.items()
+            if not key.startswith(("playwright", "sluice_failed_navigation"))}
+    return request.replace(meta=meta)
+
+
 def abort_request(request: Any) -> bool:
     """Playwright's request filter: no media, and nothing but http(s) (no file: or data: pages)."""
     if not str(request.url).startswith(("http://", "https://")):
@@ -260,9 +271,9 @@ class RenderMiddleware:
         self.crawler.stats.inc_value("sluice/render/retried_after_crash")
         logger.warning("the browser died while rendering %s (%s); rendering it once more",
                        request.url, str(exception).splitlines()[0][:200])
-        meta = {key: value for key, value in request.meta.items()
-                if not key.startswith(("playwright", "sluice_failed_navigation"))}
-        return request.replace(dont_filter=True, meta={**meta, "sluice_render_crashed": True})
+        retry = without_browser_options(request)
+        return retry.replace(dont_filter=True,
+                             meta={**retry.meta, "sluice_render_crashed": True})
 
     def _log_unavailable(self, detail: str) -> None:
         if not RenderMiddleware.unavailable_logged:

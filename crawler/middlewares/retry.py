@@ -15,6 +15,7 @@ from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
+from crawler.middlewares.render import without_browser_options
 from sluice.config import Settings, get_settings
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 522, 524, 408})
@@ -69,8 +70,9 @@ class BackoffRetryMiddleware:
 
     def _retry(self, request: Request, reason: str) -> Request | None:
         assert self.crawler.spider is not None
-        return get_retry_request(request, spider=self.crawler.spider, reason=reason,
-                                 max_retry_times=self.max_retries, give_up_log_level="DEBUG")
+        retry = get_retry_request(request, spider=self.crawler.spider, reason=reason,
+                                  max_retry_times=self.max_retries, give_up_log_level="DEBUG")
+        return without_browser_options(retry) if retry is not None else None
 
     def _delay(self, request: Request, response: Response | None) -> float:
         attempt = int(request.meta.get("retry_times", 0))

@@ -46,3 +46,19 @@ def test_retry_after() -> None:
     assert retry_after_seconds(b"soon") is None
     later = formatdate(time.time() + 30, usegmt=True).encode()
     assert 25 <= (retry_after_seconds(later) or 0) <= 31
+
+
+def test_a_retried_render_can_go_back_to_the_shared_queue() -> None:
+    from scrapy import Request
+    from scrapy_playwright.page import PageMethod
+
+    from crawler.middlewares.render import without_browser_options
+
+    dressed = Request("https://a.example/app", meta={
+        "sluice_url": "https://a.example/app", "sluice_render": True, "playwright": True,
+        "playwright_page_methods": [PageMethod("wait_for_function", "() => true")]})
+    with pytest.raises(TypeError):
+        dumps(dressed.to_dict())  # the browser's options are objects, not JSON
+    retry = without_browser_options(dressed)
+    assert loads(dumps(retry.to_dict()))["meta"] == {"sluice_url": "https://a.example/app",
+                                                      "sluice_render": True}
