@@ -29,9 +29,9 @@ from sluice.pipeline import process_page
 logger = logging.getLogger(__name__)
 
 
-def _warm_up(classify: bool) -> None:
-    """Set up one worker process, then import the heavy modules (and, when it classifies, load
-    the page-type model, unless the fork server already had) once, not on its first page.
+def _warm_up() -> None:
+    """Set up one worker process. (The heavy modules, and the page-type model when the crawl
+    classifies, were loaded once by the fork server the worker is forked from.)
 
     A worker leaves the crawler's process group, so a stop signal sent to the whole group (a
     terminal's Ctrl-C, `docker stop`) reaches only the crawler, which finishes the pages in hand
@@ -42,11 +42,6 @@ def _warm_up(classify: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
-    import sluice.extraction  # noqa: F401
-    from sluice.classification.model import load_model
-
-    if classify:
-        load_model()
 
 
 def _ready() -> int:
@@ -80,8 +75,8 @@ class ExtractPipeline:
 
     def open_spider(self) -> None:
         self.pool = self._new_pool()
-        # Start every worker now, so their set-up (imports, the model: about two seconds)
-        # overlaps the first fetches instead of delaying the first pages.
+        # Start every worker now, so the fork server's set-up (imports, the model: about two
+        # seconds) overlaps the first fetches instead of delaying the first pages.
         for _ in range(self.workers):
             self.pool.submit(_ready)
 
@@ -143,8 +138,7 @@ class ExtractPipeline:
             preload.append("sluice.classification.preload")
         context.set_forkserver_preload(preload)
         _start_forkserver_deaf_to_stop_signals()
-        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up,
-                                   initargs=(self.classify_inline,))
+        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_up)
 
 
 def _start_forkserver_deaf_to_stop_signals() -> None:
