@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
+from w3lib.encoding import http_content_type_encoding
 
 from crawler.failures import is_html, is_login_redirect, reason_for_failure, reason_for_status
 from crawler.items import FailureItem, PageItem
@@ -94,11 +94,8 @@ class ArticleSpider(scrapy.Spider):
 
 
 def _header_charset(response: Response) -> str | None:
-    match = _CHARSET.search(_content_type(response))
-    return match.group(1) if match else None
-
-
-_CHARSET = re.compile(r"charset=[\"']?([\w.:-]+)", re.IGNORECASE)
+    """The charset the Content-Type header names (as browsers map it), or None."""
+    return http_content_type_encoding(_content_type(response))
 
 
 def _content_type(response: Response) -> str:
