@@ -69,12 +69,10 @@ def bare_extraction_rate(pages: dict[str, bytes]) -> tuple[float, float]:
         return len(bodies) / seconds, used / len(bodies)
 
 
-def settled(database_url: str, total: int) -> bool:
-    engine = make_engine(database_url)
+def settled(engine: sa.Engine, total: int) -> bool:
     with engine.connect() as conn:
         done = conn.execute(sa.select(sa.func.count()).where(
             articles.c.status.notin_(["queued", "pending"]))).scalar_one()
-    engine.dispose()
     return int(done) >= total
 
 
@@ -104,12 +102,10 @@ class RunResult:
     cpu_per_page: float
 
 
-def fetched_any(database_url: str) -> bool:
-    engine = make_engine(database_url)
+def fetched_any(engine: sa.Engine) -> bool:
     with engine.connect() as conn:
         fetched = conn.execute(sa.select(sa.func.count()).where(
             articles.c.status != "queued")).scalar_one()
-    engine.dispose()
     return int(fetched) > 0
 
 
@@ -118,24 +114,28 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
     """Start a process, wait until every row is settled.
 
     CPU counts the process's tree, the trees in `also` (a worker) and this process (the HTTP
-    server), from the first page fetched to the last row settled, as `busy_seconds` does.
+    server), from the first page fetched to the last row settled, as `busy_seconds` does. The
+    polling shares one engine (one connection): an engine per poll cost more CPU than serving
+    the pages.
     """
+    engine = make_engine(database_url)
     process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak, meter = 0.0, CpuMeter()
     cpu_at_start: float | None = None
-    while not settled(database_url, total):
+    while not settled(engine, total):
         peak = max(peak, tree_peak_mb(process.pid))
         used = meter.sample(process.pid, *also) + time.process_time()
-        if cpu_at_start is None and fetched_any(database_url):
+        if cpu_at_start is None and fetched_any(engine):
             cpu_at_start = used
-        if process.poll() is not None and not settled(database_url, total):
+        if process.poll() is not None and not settled(engine, total):
             break
         time.sleep(0.5)
     used = meter.sample(process.pid, *also) + time.process_time()
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=120)
+    engine.dispose()
     cpu = used - (cpu_at_start if cpu_at_start is not None else 0.0)
     return RunResult(busy_seconds(database_url), peak, cpu / total)
 

@@ -7,13 +7,14 @@ Celery task runs `classify_stored`. Both build their rows here, so the two paths
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from sluice.classification import classify_page
+from sluice.classification import PageRequest, classify_page, classify_pages
 from sluice.db import store
 from sluice.db.models import articles
 from sluice.extraction import extract
@@ -114,20 +115,24 @@ def extraction_from_row(row: sa.Row[Any]) -> Extraction:
                       link_chars=counts["link_chars"], n_table_cells=counts["n_table_cells"])
 
 
-def classify_stored(engine: sa.Engine, url: str, gate: GateOptions) -> Status | None:
-    """Classify a stored `pending` row and settle it. Returns the new status, or None when the
-    row is not pending any more (already classified: a redelivered task is a no-op)."""
+def classify_stored(engine: sa.Engine, urls: Sequence[str], gate: GateOptions
+                    ) -> dict[str, Status]:
+    """Classify stored `pending` rows and settle them: one read, one model call and one
+    transaction for the whole batch. Returns the new status of each row this call settled;
+    rows no longer pending (already classified: a redelivered task) are left alone."""
     with engine.connect() as conn:
-        row = conn.execute(sa.select(articles).where(
-            articles.c.url == url, articles.c.status == Status.PENDING)).first()
-        body = store.read_body(conn, url) if row is not None else None
-    if row is None:
-        return None
-    html = decode_html(*body) if body is not None else (row.text or "")
-    verdict = classify_page(html, row.final_url or url, extraction_from_row(row))
-    status, reason = settle_status(row.char_count or 0, verdict, gate)
+        rows = conn.execute(sa.select(articles).where(
+            articles.c.url.in_(urls), articles.c.status == Status.PENDING)).all()
+        bodies = store.read_bodies(conn, [row.url for row in rows]) if rows else {}
+    if not rows:
+        return {}
+    requests = [PageRequest(decode_html(*bodies[row.url]) if row.url in bodies else row.text or "",
+                            row.final_url or row.url, extraction_from_row(row)) for row in rows]
+    settled = {}
     with engine.begin() as conn:
-        settled = store.record_verdict(conn, url, {"status": status, "reason": reason,
-                                                   **verdict_values(verdict)})
-    return status if settled else None
-
+        for row, verdict in zip(rows, classify_pages(requests), strict=True):
+            status, reason = settle_status(row.char_count or 0, verdict, gate)
+            if store.record_verdict(conn, row.url, {"status": status, "reason": reason,
+                                                    **verdict_values(verdict)}):
+                settled[row.url] = status
+    return settled

@@ -120,12 +120,11 @@ def body_row(url: str, body: bytes, encoding: str | None, fetched_at: datetime) 
             "fetched_at": fetched_at}
 
 
-def read_body(conn: sa.Connection, url: str) -> tuple[bytes, str | None] | None:
-    row = conn.execute(sa.select(page_bodies.c.body, page_bodies.c.encoding)
-                       .where(page_bodies.c.url == url)).first()
-    if row is None:
-        return None
-    return zlib.decompress(row.body), row.encoding
+def read_bodies(conn: sa.Connection, urls: Sequence[str]) -> dict[str, tuple[bytes, str | None]]:
+    """The stored raw bodies (decompressed) and their encodings, by URL."""
+    rows = conn.execute(sa.select(page_bodies.c.url, page_bodies.c.body, page_bodies.c.encoding)
+                        .where(page_bodies.c.url.in_(urls)))
+    return {row.url: (zlib.decompress(row.body), row.encoding) for row in rows}
 
 
 def record_verdict(conn: sa.Connection, url: str, values: Row) -> bool:
