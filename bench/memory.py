@@ -7,14 +7,20 @@ from pathlib import Path
 
 
 def children(pid: int) -> list[int]:
-    found = []
+    """Every descendant of a process: one pass over /proc, then a walk of the parent links.
+    (A pass per process found made the sampling cost more CPU than the server it measures.)"""
+    kids: dict[int, list[int]] = {}
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found += [int(entry), *children(int(entry))]
+        kids.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = [], list(kids.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo += kids.get(child, ())
     return found
 
 
