@@ -115,13 +115,19 @@ def extraction_from_row(row: sa.Row[Any]) -> Extraction:
                       link_chars=counts["link_chars"], n_table_cells=counts["n_table_cells"])
 
 
+# What classifying a stored row reads (not `content`, a second copy of the text).
+CLASSIFY_COLUMNS = [articles.c[name] for name in (
+    "url", "final_url", "char_count", "text", "title", "author", "published_at", "language",
+    "sitename", "structure")]
+
+
 def classify_stored(engine: sa.Engine, urls: Sequence[str], gate: GateOptions
                     ) -> dict[str, Status]:
     """Classify stored `pending` rows and settle them: one read, one model call and one
     transaction for the whole batch. Returns the new status of each row this call settled;
     rows no longer pending (already classified: a redelivered task) are left alone."""
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(articles).where(
+        rows = conn.execute(sa.select(*CLASSIFY_COLUMNS).where(
             articles.c.url.in_(urls), articles.c.status == Status.PENDING)).all()
         bodies = store.read_bodies(conn, [row.url for row in rows]) if rows else {}
     if not rows:
