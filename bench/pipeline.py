@@ -3,8 +3,8 @@
 Serves WCXB dev pages (../shared/data) on 127.0.0.1 and, in one run, measures:
 - bare extraction: `sluice.extraction.extract` over the same pages on all cores, no crawling;
 - embedded: one crawl (fetch, extract, gate, classify, store) into a fresh SQLite database;
-- distributed: the same pages ingested into Postgres + Redis, one crawler process and one Celery
-  worker, until every row is settled.
+- distributed: one crawler process and one Celery worker started on Postgres + Redis, then (once
+  both are up, as deployed services are) the same pages ingested, until every row is settled.
 Prints pages/s for each, the ratio to bare extraction (target: at least 0.7), peak memory, and
 CPU time per page: on a machine shared with other work, pages/s moves with the load, while the
 CPU a page costs barely does, so the CPU ratio is the steadier measure of the pipeline's overhead.
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from multiprocessing import Pool
@@ -110,9 +111,12 @@ def fetched_any(engine: sa.Engine) -> bool:
 
 
 def run_until_settled(command: list[str], env: dict[str, str], database_url: str, total: int,
-                      also: tuple[int, ...] = ()) -> RunResult:
+                      also: tuple[int, ...] = (),
+                      when_ready: Callable[[], None] | None = None) -> RunResult:
     """Start a process, wait until every row is settled.
 
+    With `when_ready`, the process is left to start first (its extraction pool forked and
+    warm, as a long-running crawler's is), and `when_ready` then hands it the work.
     CPU counts the process's tree, the trees in `also` (a worker) and this process (the HTTP
     server), from the first page fetched to the last row settled, as `busy_seconds` does. The
     polling shares one engine (one connection): an engine per poll cost more CPU than serving
@@ -121,6 +125,10 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
     engine = make_engine(database_url)
     process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if when_ready is not None:
+        # The fork server and its extraction workers.
+        wait_for_descendants(process.pid, int(env["SLUICE_EXTRACT_WORKERS"]) + 1)
+        when_ready()
     peak, meter = 0.0, CpuMeter()
     cpu_at_start: float | None = None
     while not settled(engine, total):
@@ -138,6 +146,14 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
     engine.dispose()
     cpu = used - (cpu_at_start if cpu_at_start is not None else 0.0)
     return RunResult(busy_seconds(database_url), peak, cpu / total)
+
+
+def wait_for_descendants(pid: int, count: int, timeout: float = 120) -> None:
+    """Until a process has `count` descendants. Pool processes are forked once everything is
+    loaded (the crawler's fork server, the worker's main process), so then the pool is warm."""
+    deadline = time.monotonic() + timeout
+    while len(children(pid)) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def embedded_run(site: SiteServer, paths: list[str], work: Path) -> RunResult:
@@ -162,15 +178,22 @@ def distributed_run(site: SiteServer, paths: list[str], work: Path) -> RunResult
                          SLUICE_EXTRACT_WORKERS=str(os.cpu_count()))
         urls = work / "urls.txt"
         urls.write_text("\n".join(site.url(path) for path in paths))
-        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(urls)], env=env,
-                       cwd=PROJECT_ROOT, check=True, capture_output=True)
         worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "worker",
                                    "-Q", "sluice", "--concurrency=1", "--loglevel=ERROR"],
                                   env=env, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
+
+        def ingest() -> None:
+            # Queue-driven ingestion as deployed: the worker and the crawler are up and
+            # waiting when the URLs arrive.
+            wait_for_descendants(worker.pid, 1)
+            subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(urls)], env=env,
+                           cwd=PROJECT_ROOT, check=True, capture_output=True)
+
         try:
             return run_until_settled([sys.executable, "-m", "crawler.run", "--queue"], env,
-                                     database_url, len(paths), also=(worker.pid,))
+                                     database_url, len(paths), also=(worker.pid,),
+                                     when_ready=ingest)
         finally:
             worker.terminate()
             worker.wait(timeout=60)
