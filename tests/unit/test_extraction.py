@@ -185,13 +185,3 @@ def test_semantic_candidate_survives_very_deep_pages() -> None:
     assert tree is not None
     assert semantic_text(tree) == "deep text"
     assert extract("<html><body>" + "<div>" * 5000 + "deep " * 50).text is not None
-
-
-def test_leading_headline_is_dropped_only_when_it_is_the_h1() -> None:
-    from sluice.extraction.core import parse_html, without_leading_heading
-
-    tree = parse_html("<html><body><h1> Harbour   plan </h1><p>Text.</p></body></html>")
-    assert tree is not None
-    assert without_leading_heading("Harbour plan\nThe plan.", tree) == "The plan."
-    assert without_leading_heading("Budget\nThe plan.", tree) == "Budget\nThe plan."
-    assert without_leading_heading("Harbour plan", tree) == "Harbour plan"
