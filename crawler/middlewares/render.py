@@ -141,13 +141,20 @@ def guard_proxy(crawler: Crawler) -> Any:
 
 async def watch_navigations(page: Any, request: Request) -> None:
     """Page set-up (`playwright_page_init_callback`): remember the URL of a navigation of the
-    page itself that failed (refused, or unreachable), for `RenderMiddleware` to report."""
+    page itself that failed (refused, or unreachable), or that the guard's proxy answered with
+    its refusal, for `RenderMiddleware` to report."""
 
     def failed(browser_request: Any) -> None:
         if browser_request.is_navigation_request() and browser_request.frame == page.main_frame:
             request.meta["sluice_failed_navigation"] = str(browser_request.url)
 
+    def answered(response: Any) -> None:
+        if (response.request.is_navigation_request() and response.frame == page.main_frame
+                and REFUSED_HEADER.lower() in response.headers):
+            request.meta["sluice_refused_navigation"] = str(response.url)
+
     page.on("requestfailed", failed)
+    page.on("response", answered)
 
 
 def without_browser_options(request: Request) -> Request:
@@ -157,7 +164,8 @@ def without_browser_options(request: Request) -> Request:
     only JSON; the browser's options are objects, and are added again on the way down.
     """
     meta = {key: value for key, value in request.meta.items()
-            if not key.startswith(("playwright", "sluice_failed_navigation"))}
+            if not key.startswith(("playwright", "sluice_failed_navigation",
+                                   "sluice_refused_navigation"))}
     return request.replace(meta=meta)
 
 
@@ -253,10 +261,16 @@ class RenderMiddleware:
         logger.info("render of %s failed (%s): %s", request.url, reason, detail)
         return RenderFailed(f"render of {request.url} failed: {detail}", reason)
 
-    def process_exception(self, request: Request, exception: BaseException) -> Request | None:
+    async def process_exception(self, request: Request, exception: BaseException
+                                ) -> Request | None:
         if not request.meta.get("playwright"):
             return None
         reason = _reason_for(exception)
+        if await self._navigated_to_refused_address(request):
+            # The page went to a refused address and the render then failed: a page that
+            # navigates away as its first document loads can leave Playwright waiting on that
+            # first document until the timeout. What the row must say is the refusal.
+            reason = "blocked_address"
         if reason == "render_crashed" and not request.meta.get("sluice_render_crashed"):
             return self._retry_after_crash(request, exception)
         if reason == "render_unavailable":
@@ -264,6 +278,14 @@ class RenderMiddleware:
         self.crawler.stats.inc_value(f"sluice/render/failed/{reason}")
         raise RenderFailed(f"render of {request.url} failed: {type(exception).__name__}",
                            reason) from exception
+
+    async def _navigated_to_refused_address(self, request: Request) -> bool:
+        """Did the page itself navigate where the guard refuses (answered by its proxy, or
+        aborted by the browser's request filter)?"""
+        if request.meta.get("sluice_refused_navigation"):
+            return True
+        failed = request.meta.get("sluice_failed_navigation")
+        return bool(failed and self.guard and await self.guard.refused(failed) is not None)
 
     def _retry_after_crash(self, request: Request, exception: BaseException) -> Request:
         """The same render once more, in the restarted browser: a fresh request (the browser's

@@ -4,13 +4,19 @@ and no text served only on that address reaches a row."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
 
+from crawler.middlewares.render import RenderFailed, RenderMiddleware
+from sluice.config import Settings
 from sluice.demo.server import Reply, Route, SiteServer
 from tests.conftest import PROJECT_ROOT
 from tests.faults.conftest import CRAWL_TIMEOUT, all_rows, fault_env, status_of
@@ -89,3 +95,26 @@ def test_rendered_pages_cannot_take_the_browser_to_a_private_address(
     assert MARKER not in (rows[scripted].text or "")
     assert status_of(rows[scripted]) == ("under_limit", "no_text"), outcomes
     assert "/secret" not in hits, (hits, outcomes)  # not a byte fetched from the private page
+
+
+async def _reason(middleware: RenderMiddleware, meta: dict[str, str]) -> str:
+    timeout = PlaywrightTimeoutError("Page.goto: Timeout 20000ms exceeded.")
+    request = Request("http://localhost/js-location", meta={"playwright": True, **meta})
+    with pytest.raises(RenderFailed) as failed:
+        await middleware.process_exception(request, timeout)
+    return failed.value.reason
+
+
+def test_a_render_that_reached_a_refused_address_says_so_even_when_it_then_timed_out() -> None:
+    """A page that navigates away as its first document loads can leave the browser waiting on
+    that document until the timeout; when the navigation it made was refused (answered by the
+    guard's proxy, or aborted by the request filter), the row must say `blocked_address`, not
+    `render_timeout` (seen once in CI for the script case above)."""
+    settings = Settings(allow_private_networks=False, _env_file=None)
+    middleware = RenderMiddleware(get_crawler(Spider, {"SLUICE_SETTINGS": settings}), settings)
+    private = "http://127.0.0.1/secret"
+    assert asyncio.run(_reason(middleware, {"sluice_refused_navigation": private})) == \
+        "blocked_address"
+    assert asyncio.run(_reason(middleware, {"sluice_failed_navigation": private})) == \
+        "blocked_address"
+    assert asyncio.run(_reason(middleware, {})) == "render_timeout"
