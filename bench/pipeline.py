@@ -1,6 +1,7 @@
 """The whole pipeline against its extractor: `python -m bench.pipeline [--pages N]`.
 
-Serves WCXB dev pages (../shared/data) on 127.0.0.1 and, in one run, measures:
+Serves the WCXB dev pages (../shared/data; all of them unless `--pages` says fewer) on
+127.0.0.1 and, in one run, measures:
 - bare extraction: `sluice.extraction.extract` over the same pages on all cores, no crawling;
 - embedded: one crawl (fetch, extract, gate, classify, store) into a fresh SQLite database;
 - distributed: one crawler process and one Celery worker started on Postgres + Redis, then (once
@@ -42,7 +43,7 @@ from tests.sites import rss
 REDIS_DB = "redis://127.0.0.1:6379/7"
 
 
-def load_pages(limit: int) -> dict[str, bytes]:
+def load_pages(limit: int | None) -> dict[str, bytes]:
     root = SHARED_DATA / "wcxb-dev"
     if not root.exists():
         sys.exit("development data not found at ../shared/data/wcxb-dev; see the README")
@@ -204,7 +205,8 @@ def distributed_run(site: SiteServer, paths: list[str], work: Path) -> RunResult
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pages", type=int, default=600)
+    parser.add_argument("--pages", type=int, default=None,
+                        help="the first N pages (default: all 1,497, about four minutes)")
     parser.add_argument("--skip-distributed", action="store_true")
     args = parser.parse_args()
     pages = load_pages(args.pages)
