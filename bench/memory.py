@@ -5,23 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.faults.conftest import descendants
+
 
 def children(pid: int) -> list[int]:
-    """Every descendant of a process: one pass over /proc, then a walk of the parent links.
-    (A pass per process found made the sampling cost more CPU than the server it measures.)"""
-    kids: dict[int, list[int]] = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        kids.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    found, todo = [], list(kids.get(pid, ()))
-    while todo:
-        child = todo.pop()
-        found.append(child)
-        todo += kids.get(child, ())
-    return found
+    """Every descendant of a process (one pass over /proc, then a walk of the parent links)."""
+    return list(descendants(pid))
 
 
 def tree_peak_mb(pid: int) -> float:
