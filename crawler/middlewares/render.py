@@ -247,8 +247,8 @@ class RenderMiddleware:
             raise self._failed(request, "blocked_address", f"{response.url} refused")
         if not response.url.startswith(("http://", "https://")):
             failed = request.meta.get("sluice_failed_navigation") or ""
-            refusal = await self.guard.refused(failed) if self.guard and failed else None
-            raise self._failed(request, "render_failed" if refusal is None else "blocked_address",
+            refused = await self._navigated_to_refused_address(request)
+            raise self._failed(request, "blocked_address" if refused else "render_failed",
                                f"the browser ended on {response.url[:40]} after {failed[:200]}")
         if self.guard is not None and host_of(response.url) != host_of(request.url):
             refusal = await self.guard.refused(response.url)
