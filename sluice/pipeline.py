@@ -129,9 +129,9 @@ def classify_stored(engine: sa.Engine, urls: Sequence[str], gate: GateOptions
     with engine.connect() as conn:
         rows = conn.execute(sa.select(*CLASSIFY_COLUMNS).where(
             articles.c.url.in_(urls), articles.c.status == Status.PENDING)).all()
-        bodies = store.read_bodies(conn, [row.url for row in rows]) if rows else {}
-    if not rows:
-        return {}
+        if not rows:
+            return {}
+        bodies = store.read_bodies(conn, [row.url for row in rows])
     requests = [PageRequest(decode_html(*bodies[row.url]) if row.url in bodies else row.text or "",
                             row.final_url or row.url, extraction_from_row(row)) for row in rows]
     settled = {}
