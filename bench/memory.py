@@ -5,18 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.faults.conftest import descendants
+from tests.faults.conftest import children_by_parent, descendants
+
+# {parent pid: child pids}, as `children_by_parent` reads it from /proc.
+ProcessTree = dict[int, list[int]]
 
 
-def children(pid: int) -> list[int]:
-    """Every descendant of a process (one pass over /proc, then a walk of the parent links)."""
-    return list(descendants(pid))
-
-
-def tree_peak_mb(pid: int) -> float:
-    """Peak resident memory (VmHWM) of a process plus its descendants, in MB."""
+def tree_peak_mb(pid: int, tree: ProcessTree | None = None) -> float:
+    """Peak resident memory (VmHWM) of a process plus its descendants, in MB (`tree`: a
+    snapshot of the process tree already taken, saving a pass over /proc)."""
     total = 0
-    for member in [pid, *children(pid)]:
+    for member in [pid, *descendants(pid, tree)]:
         try:
             for line in Path(f"/proc/{member}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -43,9 +42,10 @@ class CpuMeter:
     def __init__(self) -> None:
         self.used: dict[int, float] = {}
 
-    def sample(self, *roots: int) -> float:
+    def sample(self, *roots: int, tree: ProcessTree | None = None) -> float:
+        tree = children_by_parent() if tree is None else tree
         for root in roots:
-            for pid in [root, *children(root)]:
+            for pid in [root, *descendants(root, tree)]:
                 self.used[pid] = max(self.used.get(pid, 0.0), cpu_seconds(pid))
         return self.total()
 

@@ -31,13 +31,14 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from bench.memory import CpuMeter, children, cpu_seconds, tree_peak_mb
+from bench.memory import CpuMeter, cpu_seconds, tree_peak_mb
 from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.db.store import as_utc
 from sluice.demo.server import Reply, SiteServer
 from tests.conftest import PROJECT_ROOT, create_pg_database, drop_pg_database, sluice_env
 from tests.data import SHARED_DATA
+from tests.faults.conftest import children_by_parent, descendants
 from tests.sites import rss
 
 REDIS_DB = "redis://127.0.0.1:6379/7"
@@ -62,7 +63,7 @@ def bare_extraction_rate(pages: dict[str, bytes]) -> tuple[float, float]:
     bodies = list(pages.values())
     with Pool(os.cpu_count()) as pool:
         pool.map(_extract_one, bodies[:8])  # warm up: imports in every process
-        workers = children(os.getpid())
+        workers = list(descendants(os.getpid()))
         before = sum(map(cpu_seconds, workers))
         start = time.monotonic()
         pool.map(_extract_one, bodies, chunksize=4)
@@ -133,8 +134,9 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
     peak, meter = 0.0, CpuMeter()
     cpu_at_start: float | None = None
     while not settled(engine, total):
-        peak = max(peak, tree_peak_mb(process.pid))
-        used = meter.sample(process.pid, *also) + time.process_time()
+        tree = children_by_parent()  # one pass over /proc for both measures
+        peak = max(peak, tree_peak_mb(process.pid, tree))
+        used = meter.sample(process.pid, *also, tree=tree) + time.process_time()
         if cpu_at_start is None and fetched_any(engine):
             cpu_at_start = used
         if process.poll() is not None and not settled(engine, total):
@@ -153,7 +155,7 @@ def wait_for_descendants(pid: int, count: int, timeout: float = 120) -> None:
     """Until a process has `count` descendants. Pool processes are forked once everything is
     loaded (the crawler's fork server, the worker's main process), so then the pool is warm."""
     deadline = time.monotonic() + timeout
-    while len(children(pid)) < count and time.monotonic() < deadline:
+    while len(list(descendants(pid))) < count and time.monotonic() < deadline:
         time.sleep(0.2)
 
 

@@ -95,9 +95,10 @@ def children_by_parent() -> dict[int, list[int]]:
     return tree
 
 
-def descendants(pid: int) -> Iterator[int]:
-    """Every process below `pid`: children, their children, and so on."""
-    tree = children_by_parent()
+def descendants(pid: int, tree: dict[int, list[int]] | None = None) -> Iterator[int]:
+    """Every process below `pid`: children, their children, and so on; from `tree` (a
+    `children_by_parent()` taken once for several walks) when given."""
+    tree = children_by_parent() if tree is None else tree
     stack = list(tree.get(pid, []))
     while stack:
         child = stack.pop()
