@@ -2,9 +2,9 @@
 
 The SSRF middleware checks a request's host before it is downloaded, but a host can resolve
 differently a moment later (DNS rebinding), and Scrapy resolves again to connect. Installed as
-Scrapy's `DNS_RESOLVER`, this resolver is the one every connection goes through (each redirect
-hop, robots.txt, IP literals too), so the address connected to is the address checked. A refused
-host fails as a DNS lookup error; it is remembered so the row says `blocked_address`.
+Scrapy's `TWISTED_DNS_RESOLVER`, this resolver is the one every connection goes through (each
+redirect hop, robots.txt, IP literals too), so the address connected to is the address checked.
+A refused host fails as a DNS lookup error; it is remembered so the row says `blocked_address`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def ssrf_settings(settings: Settings, browser: dict[str, Any]) -> dict[str, Any]
     `browser` is the browser's own settings, whose request filter is replaced."""
     if settings.allow_private_networks:
         return {}
-    guard = {"DNS_RESOLVER": "crawler.resolver.PublicAddressResolver"}
+    guard = {"TWISTED_DNS_RESOLVER": "crawler.resolver.PublicAddressResolver"}
     if browser:
         guard["PLAYWRIGHT_ABORT_REQUEST"] = "crawler.browser_guard.abort_private_request"
     return guard

@@ -27,8 +27,8 @@ class LocalhostIsPublicResolver(PublicAddressResolver):
 def main(urls_file: str, stats_file: str) -> None:
     settings = Settings(allow_private_networks=False)
     config = scrapy_settings(settings)
-    assert config["DNS_RESOLVER"] == "crawler.resolver.PublicAddressResolver"
-    config["DNS_RESOLVER"] = f"{__name__}.LocalhostIsPublicResolver"
+    assert config["TWISTED_DNS_RESOLVER"] == "crawler.resolver.PublicAddressResolver"
+    config["TWISTED_DNS_RESOLVER"] = f"{__name__}.LocalhostIsPublicResolver"
     config["DOWNLOADER_MIDDLEWARES"].pop("crawler.middlewares.ssrf.SSRFGuardMiddleware")
     config["LOG_LEVEL"] = "WARNING"
     with open(urls_file, encoding="utf-8") as handle:

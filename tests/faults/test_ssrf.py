@@ -48,7 +48,7 @@ def test_public_addresses_are_allowed() -> None:
 
 def test_the_guard_is_installed_unless_private_networks_are_allowed() -> None:
     refused = scrapy_settings(Settings(allow_private_networks=False, _env_file=None))
-    assert refused["DNS_RESOLVER"] == "crawler.resolver.PublicAddressResolver"
+    assert refused["TWISTED_DNS_RESOLVER"] == "crawler.resolver.PublicAddressResolver"
     assert "crawler.middlewares.ssrf.SSRFGuardMiddleware" in refused["DOWNLOADER_MIDDLEWARES"]
     if "PLAYWRIGHT_ABORT_REQUEST" in refused:
         assert refused["PLAYWRIGHT_ABORT_REQUEST"].endswith("abort_private_request")
