@@ -29,10 +29,27 @@ def _quiet_third_party_deprecations() -> None:
     warnings.filterwarnings("ignore", category=ScrapyDeprecationWarning, module="scrapy_redis")
 
 
+class RobotsErrorInOneLine(logging.Filter):
+    """Scrapy logs a robots.txt it could not fetch (dead host, timeout, refused connection) as
+    an ERROR with a traceback, once per site. The crawl treats that file as absent and goes on,
+    and the page's own fetch gets a row with the reason, so one warning line says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).startswith("Error downloading"):
+            record.msg = "robots.txt unreadable for %(request)s, treated as absent: %(f_exception)s"
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+ROBOTS_LOG_FILTER = RobotsErrorInOneLine()
+
+
 def run_spider(spider: type[Spider], settings: Settings | None = None, log_level: str = "WARNING",
                shared_frontier: bool = False, **spider_args: Any) -> dict[str, Any]:
     """Run one spider to the end in this process; returns the crawl's stats."""
     _quiet_third_party_deprecations()
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").addFilter(ROBOTS_LOG_FILTER)
     config = scrapy_settings(settings or get_settings(), shared_frontier=shared_frontier)
     config["LOG_LEVEL"] = log_level
     process = CrawlerProcess(config)

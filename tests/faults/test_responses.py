@@ -90,3 +90,7 @@ def test_hostile_robots_txt_never_stops_the_crawl(pg_url: str, tmp_path: Path,
     # A readable rule inside a malformed file is still obeyed; an unreadable file allows all.
     expected = (FAILED, "robots_disallowed") if robots == "malformed" else ("success", None)
     assert status_of(rows[server.url("/private/two")]) == expected
+    # A robots.txt that could not be fetched is one warning line, not an error's traceback.
+    if robots != "malformed":
+        assert "robots.txt unreadable" in stats["_stderr"], stats["_stderr"][-3000:]
+        assert "Traceback" not in stats["_stderr"], stats["_stderr"][-3000:]
