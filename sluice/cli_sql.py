@@ -20,7 +20,13 @@ from sluice.export import EXPORT_COLUMNS, FORMATS, ExportQuery, export_rows
 from sluice.records import Status
 from sluice.search import USABLE_STATUSES, search
 from sluice.sql import FORMATS as SQL_FORMATS
-from sluice.sql import ShellMissing, open_shell, run_statement, write_rows
+from sluice.sql import (
+    ShellMissing,
+    is_read_only_refusal,
+    open_shell,
+    run_statement,
+    write_rows,
+)
 
 logger = logging.getLogger(__name__)
 err_console = Console(stderr=True)
@@ -39,6 +45,8 @@ def _register_sql(commands: SubParsers) -> None:
     sql = commands.add_parser("sql", help="run a SQL statement, or open the database's shell")
     sql.add_argument("statement", nargs="?", help="one SQL statement; none opens psql/sqlite3")
     sql.add_argument("--format", choices=SQL_FORMATS, default="table")
+    sql.add_argument("--write", action="store_true",
+                     help="allow a statement that changes the database (read-only by default)")
     sql.set_defaults(handler=cmd_sql)
 
 
@@ -104,9 +112,12 @@ def cmd_sql(args: argparse.Namespace) -> int:
             return 127
     engine = _ready_engine()
     try:
-        outcome = run_statement(engine, args.statement, args.format, sys.stdout)
+        outcome = run_statement(engine, args.statement, args.format, sys.stdout, args.write)
     except sa.exc.DBAPIError as exc:
         err_console.print(f"error: {exc.orig}", markup=False, highlight=False)
+        if is_read_only_refusal(exc):
+            err_console.print("sluice sql is read-only: add --write to change the database",
+                              markup=False, highlight=False)
         return 1
     finally:
         engine.dispose()

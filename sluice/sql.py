@@ -1,8 +1,10 @@
 """`sluice sql`: run one SQL statement and print its rows, or open the database's own shell.
 
 The statement goes to the driver as written (no bind-parameter parsing, so `':'` and `'%'` in
-literals are safe) inside a transaction that commits on success. Rows print as a table (long
-values shortened), CSV or JSON; for large result sets use `sluice export`, which streams.
+literals are safe) inside a transaction that commits on success. The transaction is read-only
+unless the caller asks for writes (`sluice sql --write`): a question cannot change the table by
+accident. Rows print as a table (long values shortened), CSV or JSON; for large result sets use
+`sluice export`, which streams.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from sluice.export import csv_ready, json_ready
 logger = logging.getLogger(__name__)
 
 FORMATS = ("table", "csv", "json")
+SQLITE_READ_ONLY = "PRAGMA query_only = ON"
+SQLITE_READ_WRITE = "PRAGMA query_only = OFF"
 TABLE_CELL_CHARS = 80
 
 
@@ -40,14 +44,32 @@ class StatementOutcome:
     count: int  # rows printed, or rows affected by a statement that returns none
 
 
-def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO) -> StatementOutcome:
-    """Execute `statement` in a transaction; print any rows it returns to `out` in `fmt`."""
+def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO,
+                  write: bool = False) -> StatementOutcome:
+    """Execute `statement` in a transaction, read-only unless `write`; print any rows it
+    returns to `out` in `fmt`. A write refused by a read-only transaction raises the
+    driver's error (`sa.exc.DBAPIError`), and nothing changes."""
+    sqlite = engine.dialect.name == "sqlite"
     with engine.begin() as conn:
-        # Without parameters the driver does not look for placeholders such as '%s'.
-        result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
-        if not result.returns_rows:
-            return StatementOutcome(False, max(result.rowcount, 0))
-        return StatementOutcome(True, write_rows(list(result.keys()), result, fmt, out))
+        if not write:
+            # SQLite's switch belongs to the connection (so it is reset below), Postgres's to
+            # the transaction.
+            conn.exec_driver_sql(SQLITE_READ_ONLY if sqlite else "SET TRANSACTION READ ONLY")
+        try:
+            # Without parameters the driver does not look for placeholders such as '%s'.
+            result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
+            if not result.returns_rows:
+                return StatementOutcome(False, max(result.rowcount, 0))
+            return StatementOutcome(True, write_rows(list(result.keys()), result, fmt, out))
+        finally:
+            if sqlite and not write:
+                conn.exec_driver_sql(SQLITE_READ_WRITE)
+
+
+def is_read_only_refusal(error: sa.exc.DBAPIError) -> bool:
+    """Whether the database refused a write because the transaction was read-only."""
+    message = str(error.orig).lower()
+    return "read-only transaction" in message or "readonly database" in message
 
 
 def write_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str,

@@ -298,6 +298,27 @@ def test_sql_command_line(database: str) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_sql_changes_nothing_unless_asked_to_write(database: str, engine: sa.Engine) -> None:
+    env = sluice_env(database)
+    result = run_sluice("sql", "DROP TABLE articles", env=env)
+    assert result.returncode == 1 and "add --write" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert run_statement(engine, "SELECT count(*) FROM articles", "csv", io.StringIO()).count == 1
+    # With --write the statement runs and commits (a scratch table keeps the seeded rows as
+    # they are for the other tests).
+    for statement in ("CREATE TABLE scratch_notes (note text)",
+                      "INSERT INTO scratch_notes VALUES ('kept')"):
+        result = run_sluice("sql", "--write", statement, env=env)
+        assert result.returncode == 0, result.stderr
+    assert "1 rows affected" in result.stderr
+    out = io.StringIO()
+    run_statement(engine, "SELECT note FROM scratch_notes", "json", out)
+    assert json.loads(out.getvalue()) == [{"note": "kept"}]
+    # A read-only statement leaves the pooled connection writable for the program's own use.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE scratch_notes")
+
+
 def test_sql_shell_is_the_databases_own(database: str) -> None:
     command, _ = shell_command(database)
     assert command[0] == ("sqlite3" if dialect_of(database) == "sqlite" else "psql")
