@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ from sluice.inputs import URLList, iter_lines, read_url_list
 
 console = Console()
 err_console = Console(stderr=True)
+# What a URL given on the command line starts with (a scheme); anything else names a file.
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,10 +71,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def read_sources(sources: Sequence[str]) -> URLList:
-    """Feed URLs from files (one a line) and from URLs given directly."""
+    """Feed URLs from files (one a line) and from URLs given directly. A source without a
+    scheme is a file's name: one that cannot be read raises OSError."""
     lines: list[str | bytes] = []
     for source in sources:
-        if source == "-" or Path(source).is_file():
+        if source == "-" or Path(source).is_file() or not _SCHEME.match(source):
             lines.extend(iter_lines(source))
         else:
             lines.append(source)
@@ -79,7 +83,13 @@ def read_sources(sources: Sequence[str]) -> URLList:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    listed = read_sources(args.sources)
+    try:
+        listed = read_sources(args.sources)
+    except OSError as exc:
+        err_console.print(f"cannot read {exc.filename}: {exc.strerror} (a feed URL needs its "
+                          "scheme, such as https://)", markup=False, highlight=False,
+                          soft_wrap=True)
+        return 2
     report_problems(list(listed.problems))
     if not listed.urls:
         err_console.print("no valid feed URLs to crawl")

@@ -63,3 +63,12 @@ def test_ingest_file_with_bad_lines_queues_the_rest(pg_url: str, redis_url: str,
                 re.findall(r"line (\d+): (\w+):", result.stderr)}
     assert reported == expected_problems()
     assert sorted(all_rows(pg_url)) == sorted(GOOD)
+
+
+def test_a_feed_list_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> None:
+    env = sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}")
+    for source in (str(tmp_path / "no-such-feeds.txt"), str(tmp_path), "example.org/feed"):
+        result = run_sluice("crawl", "https://127.0.0.1:9/feed.xml", source, env=env)
+        assert result.returncode == 2, result.stderr
+        assert f"cannot read {source}: " in result.stderr
+        assert "Traceback" not in result.stderr
