@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import sqlalchemy as sa
+from pydantic import ValidationError
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -36,7 +37,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = "SLUICE_" + "__".join(str(part) for part in error["loc"]).upper()
+            err_console.print(f"invalid setting {name}: {error['msg']}", markup=False,
+                              highlight=False, soft_wrap=True)
+        return 2
+    except sa.exc.OperationalError as exc:
+        # The database is down, unreachable or refuses us: say so in one line, not a traceback.
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        err_console.print(f"database error: {reason}", markup=False, highlight=False,
+                          soft_wrap=True)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ import functools
 import shutil
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 RenderPolicy = Literal["never", "auto", "always"]
@@ -86,6 +86,10 @@ class DiscoverySettings(BaseModel):
     schedule_seconds: int = Field(60, ge=1, description="How often due feeds are enqueued.")
 
 
+# The databases Sluice runs on (a driver may be named: `postgresql+psycopg://`).
+DATABASE_SCHEMES = ("sqlite:", "sqlite+", "postgresql:", "postgresql+", "postgres:")
+
+
 class Settings(BaseSettings):
     """All of Sluice's settings."""
 
@@ -106,6 +110,13 @@ class Settings(BaseSettings):
     browser: BrowserSettings = BrowserSettings()
     llm: LLMSettings = LLMSettings()
     discovery: DiscoverySettings = DiscoverySettings()
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, url: str) -> str:
+        if not url.startswith(DATABASE_SCHEMES):
+            raise ValueError("must be a sqlite:/// or postgresql:// URL")
+        return url
 
     @property
     def embedded(self) -> bool:

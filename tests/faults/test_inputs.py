@@ -72,3 +72,19 @@ def test_a_feed_list_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> Non
         assert result.returncode == 2, result.stderr
         assert f"cannot read {source}: " in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_bad_settings_and_an_unreachable_database_are_one_line_errors(tmp_path: Path) -> None:
+    cases = [
+        ({"SLUICE_GATE__MIN_CHARS": "many"}, 2, "invalid setting SLUICE_GATE__MIN_CHARS:"),
+        ({"SLUICE_DATABASE_URL": "mysql://reader:s3cret@db.example.org/x"}, 2,
+         "invalid setting SLUICE_DATABASE_URL: "),
+        ({"SLUICE_DATABASE_URL": "postgresql://reader:s3cret@127.0.0.1:9/x"}, 1,
+         "database error: "),
+    ]
+    for extra, code, message in cases:
+        env = {**sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}"), **extra}
+        result = run_sluice("status", env=env)
+        assert result.returncode == code, result.stderr
+        assert message in result.stderr
+        assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
