@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import redis
 import sqlalchemy as sa
 from pydantic import ValidationError
 from rich.console import Console
@@ -50,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         err_console.print(f"database error: {reason}", markup=False, highlight=False,
                           soft_wrap=True)
+        return 1
+    except redis.exceptions.ConnectionError as exc:
+        # Rows already recorded stay `queued`: the sweep pushes them again once Redis is back.
+        err_console.print(f"queue error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 1
 
 

@@ -88,3 +88,16 @@ def test_bad_settings_and_an_unreachable_database_are_one_line_errors(tmp_path: 
         assert result.returncode == code, result.stderr
         assert message in result.stderr
         assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+
+
+def test_ingest_with_redis_unreachable_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_text(GOOD[0] + "\n")
+    database = f"sqlite:///{tmp_path / 'sluice.db'}"
+    result = run_sluice("ingest", str(path),
+                        env=sluice_env(database, "redis://:s3cret@127.0.0.1:9/0"))
+    assert result.returncode == 1, result.stderr
+    assert "queue error: " in result.stderr
+    assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+    # The URL is not lost: its row waits as `queued` for the sweep to push it again.
+    assert [row.status for row in all_rows(database).values()] == ["queued"]
