@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sluice import frontier
+from sluice.cli_sql import positive_int
 from sluice.config import get_settings
 from sluice.db import articles, make_engine, store
 from sluice.db.migrate import upgrade
@@ -46,7 +47,7 @@ def register(commands: Any) -> None:
     retry = commands.add_parser("retry", help="queue a selection of stored URLs again")
     retry.add_argument("--status", default="fetch_failed", choices=[s.value for s in Status])
     retry.add_argument("--reason", help="only rows with this reason code")
-    retry.add_argument("--limit", type=int, default=100_000)
+    retry.add_argument("--limit", type=positive_int, default=100_000)
     retry.set_defaults(handler=cmd_retry)
 
 

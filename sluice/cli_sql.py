@@ -59,7 +59,7 @@ def _register_export(commands: SubParsers) -> None:
     export.add_argument("--format", choices=FORMATS, default="jsonl")
     export.add_argument("--columns", type=_column_list, default=EXPORT_COLUMNS,
                         help="comma-separated columns (default: all but in-flight bookkeeping)")
-    export.add_argument("--limit", type=int)
+    export.add_argument("--limit", type=positive_int)
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.set_defaults(handler=cmd_export)
 
@@ -67,11 +67,22 @@ def _register_export(commands: SubParsers) -> None:
 def _register_search(commands: SubParsers) -> None:
     found = commands.add_parser("search", help="ranked full-text search over titles and texts")
     found.add_argument("query", help='words, "phrases", OR, -excluded')
-    found.add_argument("--limit", type=int, default=20)
+    found.add_argument("--limit", type=positive_int, default=20)
     found.add_argument("--status", action="append", default=[], metavar="STATUS",
                        help="search rows with this status (default: success and truncated)")
     found.add_argument("--format", choices=SQL_FORMATS, default="table")
     found.set_defaults(handler=cmd_search)
+
+
+def positive_int(text: str) -> int:
+    """A count given on the command line: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
 
 
 def parse_since(text: str) -> datetime:
@@ -139,6 +150,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             count = _export_to(conn, query, args.format, args.output)
     except ValueError as exc:
         err_console.print(f"error: {exc}", markup=False, highlight=False)
+        return 2
+    except OSError as exc:
+        target = args.output or "standard output"
+        err_console.print(f"cannot write {target}: {exc.strerror or exc}", markup=False,
+                          highlight=False, soft_wrap=True)
         return 2
     finally:
         engine.dispose()

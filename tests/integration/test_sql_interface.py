@@ -398,6 +398,14 @@ def test_export_command_line(database: str, tmp_path: Path) -> None:
     assert result.stdout.splitlines()[0] == "url,reason" and len(result.stdout.splitlines()) == 3
     result = run_sluice("export", "--status", "nonsense", env=sluice_env(database))
     assert result.returncode == 2 and "unknown status" in result.stderr
+    result = run_sluice("export", "--limit", "-5", env=sluice_env(database))
+    assert result.returncode == 2 and "must be at least 1" in result.stderr
+    for fmt in ("jsonl", "parquet"):
+        missing = tmp_path / "no-such-folder" / f"out.{fmt}"
+        result = run_sluice("export", "--format", fmt, "--output", str(missing),
+                            env=sluice_env(database))
+        assert result.returncode == 2 and f"cannot write {missing}" in result.stderr
+        assert "Traceback" not in result.stderr
 
 
 def test_search_command_line(database: str) -> None:
