@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         err_console.print(f"database error: {reason}", markup=False, highlight=False,
                           soft_wrap=True)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`sluice export | head`): stop quietly, as other Unix tools do;
+        # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except redis.exceptions.ConnectionError as exc:
         # Rows already recorded stay `queued`: the sweep pushes them again once Redis is back.

@@ -151,6 +151,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         err_console.print(f"error: {exc}", markup=False, highlight=False)
         return 2
+    except BrokenPipeError:
+        raise  # the reader of our output went away: `sluice` stops quietly
     except OSError as exc:
         target = args.output or "standard output"
         err_console.print(f"cannot write {target}: {exc.strerror or exc}", markup=False,

@@ -298,6 +298,21 @@ def test_sql_command_line(database: str) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_sql_output_cut_short_by_its_reader_ends_quietly(database: str) -> None:
+    many = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
+            "SELECT x FROM c")
+    # As `sluice sql ... | head -2`: the reader takes two lines and goes away.
+    with subprocess.Popen([*_sluice_cli(), "sql", many, "--format", "csv"],
+                          env=sluice_env(database), cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert [process.stdout.readline(), process.stdout.readline()] == ["x\n", "1\n"]
+        process.stdout.close()
+        stderr = process.stderr.read()
+        assert process.wait(timeout=60) == 1
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr, stderr
+
+
 def test_sql_changes_nothing_unless_asked_to_write(database: str, engine: sa.Engine) -> None:
     env = sluice_env(database)
     result = run_sluice("sql", "DROP TABLE articles", env=env)
