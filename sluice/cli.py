@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except ValidationError as exc:
+        if exc.title != "Settings":
+            raise
         for error in exc.errors():
             name = "SLUICE_" + "__".join(str(part) for part in error["loc"]).upper()
             err_console.print(f"invalid setting {name}: {error['msg']}", markup=False,
