@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import redis
 import sqlalchemy as sa
@@ -28,8 +28,6 @@ from sluice.inputs import URLList, iter_lines, read_url_list
 
 console = Console()
 err_console = Console(stderr=True)
-# What a URL given on the command line starts with (a scheme); anything else names a file.
-_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,6 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # An input file (feed list, ingest file) that is missing or cannot be read.
+        err_console.print(f"cannot read {exc.filename}: {exc.strerror}", markup=False,
+                          highlight=False, soft_wrap=True)
+        return 2
     except redis.exceptions.ConnectionError as exc:
         # Rows already recorded stay `queued`: the sweep pushes them again once Redis is back.
         err_console.print(f"queue error: {exc}", markup=False, highlight=False, soft_wrap=True)
@@ -102,7 +107,7 @@ def read_sources(sources: Sequence[str]) -> URLList:
     scheme is a file's name: one that cannot be read raises OSError."""
     lines: list[str | bytes] = []
     for source in sources:
-        if source == "-" or Path(source).is_file() or not _SCHEME.match(source):
+        if source == "-" or Path(source).is_file() or not urlsplit(source).scheme:
             lines.extend(iter_lines(source))
         else:
             lines.append(source)
@@ -110,13 +115,7 @@ def read_sources(sources: Sequence[str]) -> URLList:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
-    try:
-        listed = read_sources(args.sources)
-    except OSError as exc:
-        err_console.print(f"cannot read {exc.filename}: {exc.strerror} (a feed URL needs its "
-                          "scheme, such as https://)", markup=False, highlight=False,
-                          soft_wrap=True)
-        return 2
+    listed = read_sources(args.sources)
     report_problems(list(listed.problems))
     if not listed.urls:
         err_console.print("no valid feed URLs to crawl")

@@ -87,9 +87,6 @@ def cmd_feeds_import(args: argparse.Namespace) -> int:
     except ValueError as exc:
         err_console.print(f"cannot import: {exc}", markup=False)
         return 2
-    except OSError as exc:
-        err_console.print(f"cannot read {args.file}: {exc.strerror}", markup=False)
-        return 2
     _report_problems(list(listed.problems))
     new = 0
     with _engine().begin() as conn:

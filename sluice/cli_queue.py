@@ -61,20 +61,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     settings = get_settings()
     upgrade(settings.database_url)
     source = args.source or ("stdin" if args.file == "-" else os.path.basename(args.file))
-    try:
-        lines = iter_lines(args.file)
-        if settings.redis_url:
-            report = ingest_lines(lines, settings.database_url, settings.redis_url, source,
-                                  refresh=args.refresh)
-            report_problems(report.problems)
-            console.print(f"queued {report.queued} URLs ({report.already_stored} already "
-                          f"stored, {len(report.problems)} invalid lines); crawler processes "
-                          f"(`sluice crawler`) fetch them")
-            return 0
-        return _ingest_embedded(lines, source)
-    except OSError as exc:
-        err_console.print(f"cannot read {args.file}: {exc.strerror}")
-        return 2
+    # A file that cannot be read raises OSError on the first line: `sluice` reports it.
+    lines = iter_lines(args.file)
+    if settings.redis_url:
+        report = ingest_lines(lines, settings.database_url, settings.redis_url, source,
+                              refresh=args.refresh)
+        report_problems(report.problems)
+        console.print(f"queued {report.queued} URLs ({report.already_stored} already "
+                      f"stored, {len(report.problems)} invalid lines); crawler processes "
+                      f"(`sluice crawler`) fetch them")
+        return 0
+    return _ingest_embedded(lines, source)
 
 
 def _ingest_embedded(lines: Any, source: str) -> int:
