@@ -42,14 +42,11 @@ class RobotsErrorInOneLine(logging.Filter):
         return True
 
 
-ROBOTS_LOG_FILTER = RobotsErrorInOneLine()
-
-
 def run_spider(spider: type[Spider], settings: Settings | None = None, log_level: str = "WARNING",
                shared_frontier: bool = False, **spider_args: Any) -> dict[str, Any]:
     """Run one spider to the end in this process; returns the crawl's stats."""
     _quiet_third_party_deprecations()
-    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").addFilter(ROBOTS_LOG_FILTER)
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").addFilter(RobotsErrorInOneLine())
     config = scrapy_settings(settings or get_settings(), shared_frontier=shared_frontier)
     config["LOG_LEVEL"] = log_level
     process = CrawlerProcess(config)
