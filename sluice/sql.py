@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -67,9 +68,10 @@ def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO,
 
 
 def is_read_only_refusal(error: sa.exc.DBAPIError) -> bool:
-    """Whether the database refused a write because the transaction was read-only."""
-    message = str(error.orig).lower()
-    return "read-only transaction" in message or "readonly database" in message
+    """Whether the database refused a write because the transaction was read-only (by the
+    error's code, not its message, which a server may translate)."""
+    return (getattr(error.orig, "sqlstate", None) == "25006"  # read_only_sql_transaction
+            or getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY)
 
 
 def write_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str,
