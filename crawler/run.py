@@ -19,7 +19,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.exceptions import ScrapyDeprecationWarning
 
 from crawler.settings import scrapy_settings
-from sluice.config import Settings, get_settings
+from sluice.config import LOG_LEVELS, Settings, get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="consume the shared frontier until stopped")
     parser.add_argument("--idle-exit", type=int, default=0,
                         help="with --queue: stop after this many idle seconds (0: never)")
-    parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="WARNING")
     parser.add_argument("--stats-file", help="write the crawl's stats here as JSON")
     args = parser.parse_args(argv)
     stats = _run(args)

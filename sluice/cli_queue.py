@@ -16,8 +16,8 @@ from rich.live import Live
 from rich.table import Table
 
 from sluice import frontier
-from sluice.cli_sql import positive_int
-from sluice.config import get_settings
+from sluice.cli_sql import positive_int, whole_number
+from sluice.config import LOG_LEVELS, get_settings
 from sluice.db import articles, make_engine, store
 from sluice.db.migrate import upgrade
 from sluice.ingest import ingest_lines
@@ -39,15 +39,18 @@ def register(commands: Any) -> None:
 
     crawler = commands.add_parser("crawler", help="a long-running crawler process consuming "
                                                   "the shared frontier (needs SLUICE_REDIS_URL)")
-    crawler.add_argument("--idle-exit", type=int, default=0,
+    crawler.add_argument("--idle-exit", type=whole_number(0), default=0,
                          help="stop after this many idle seconds (default: never)")
-    crawler.add_argument("--log-level", default="INFO")
+    crawler.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
+                         help="how much the crawler logs (default: %(default)s)")
     crawler.set_defaults(handler=cmd_crawler)
 
     retry = commands.add_parser("retry", help="queue a selection of stored URLs again")
-    retry.add_argument("--status", default="fetch_failed", choices=[s.value for s in Status])
+    retry.add_argument("--status", default="fetch_failed", choices=[s.value for s in Status],
+                       help="only rows with this status (default: %(default)s)")
     retry.add_argument("--reason", help="only rows with this reason code")
-    retry.add_argument("--limit", type=positive_int, default=100_000)
+    retry.add_argument("--limit", type=positive_int, default=100_000,
+                       help="at most this many rows (default: %(default)s)")
     retry.set_defaults(handler=cmd_retry)
 
 

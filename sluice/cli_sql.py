@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,8 @@ def register(commands: SubParsers) -> None:
 def _register_sql(commands: SubParsers) -> None:
     sql = commands.add_parser("sql", help="run a SQL statement, or open the database's shell")
     sql.add_argument("statement", nargs="?", help="one SQL statement; none opens psql/sqlite3")
-    sql.add_argument("--format", choices=SQL_FORMATS, default="table")
+    sql.add_argument("--format", choices=SQL_FORMATS, default="table",
+                     help="output format (default: %(default)s)")
     sql.add_argument("--write", action="store_true",
                      help="allow a statement that changes the database (read-only by default)")
     sql.set_defaults(handler=cmd_sql)
@@ -56,10 +57,11 @@ def _register_export(commands: SubParsers) -> None:
                         help="only rows with this status (repeat, or separate with commas)")
     export.add_argument("--since", type=parse_since, metavar="DATE",
                         help="only rows updated at or after this ISO date/time (UTC if no zone)")
-    export.add_argument("--format", choices=FORMATS, default="jsonl")
+    export.add_argument("--format", choices=FORMATS, default="jsonl",
+                        help="output format (default: %(default)s)")
     export.add_argument("--columns", type=_column_list, default=EXPORT_COLUMNS,
                         help="comma-separated columns (default: all but in-flight bookkeeping)")
-    export.add_argument("--limit", type=positive_int)
+    export.add_argument("--limit", type=positive_int, help="at most this many rows (default: all)")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.set_defaults(handler=cmd_export)
 
@@ -67,22 +69,31 @@ def _register_export(commands: SubParsers) -> None:
 def _register_search(commands: SubParsers) -> None:
     found = commands.add_parser("search", help="ranked full-text search over titles and texts")
     found.add_argument("query", help='words, "phrases", OR, -excluded')
-    found.add_argument("--limit", type=positive_int, default=20)
+    found.add_argument("--limit", type=positive_int, default=20,
+                       help="at most this many results (default: %(default)s)")
     found.add_argument("--status", action="append", default=[], metavar="STATUS",
                        help="search rows with this status (default: success and truncated)")
-    found.add_argument("--format", choices=SQL_FORMATS, default="table")
+    found.add_argument("--format", choices=SQL_FORMATS, default="table",
+                       help="output format (default: %(default)s)")
     found.set_defaults(handler=cmd_search)
 
 
-def positive_int(text: str) -> int:
-    """A count given on the command line: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type for a count given on the command line: a whole number >= `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}: {value}")
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1)
 
 
 def parse_since(text: str) -> datetime:

@@ -86,6 +86,8 @@ class DiscoverySettings(BaseModel):
     schedule_seconds: int = Field(60, ge=1, description="How often due feeds are enqueued.")
 
 
+# The log levels the command line accepts (case-insensitive).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The databases Sluice runs on (a driver may be named: `postgresql+psycopg://`).
 DATABASE_SCHEMES = ("sqlite:", "sqlite+", "postgresql:", "postgresql+", "postgres:")
 

@@ -101,3 +101,14 @@ def test_ingest_with_redis_unreachable_is_a_one_line_error(tmp_path: Path) -> No
     assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
     # The URL is not lost: its row waits as `queued` for the sweep to push it again.
     assert [row.status for row in all_rows(database).values()] == ["queued"]
+
+
+def test_crawler_options_are_checked_before_it_starts(tmp_path: Path) -> None:
+    env = sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}", "redis://127.0.0.1:9/0")
+    for option, value, message in [("--log-level", "verbose", "invalid choice: 'VERBOSE'"),
+                                   ("--idle-exit", "-1", "must be at least 0: -1"),
+                                   ("--idle-exit", "soon", "not a whole number: 'soon'")]:
+        result = run_sluice("crawler", option, value, env=env)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr
+        assert "Traceback" not in result.stderr
