@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -173,15 +175,25 @@ def watch_tables(now: Mapping[str, Any], before: Mapping[str, Any] | None) -> Gr
 
 
 def watch_status(interval: float = 2.0) -> int:
+    """Counts and rates every `interval` seconds until interrupted. On a terminal the tables
+    are redrawn in place; piped or logged, each snapshot is appended under its UTC time (a
+    live display would show nothing there until it stopped)."""
     settings = get_settings()
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     before = None
-    with Live(console=console, auto_refresh=False) as live:
+    with contextlib.ExitStack() as stack:
+        live = (stack.enter_context(Live(console=console, auto_refresh=False))
+                if console.is_terminal else None)
         try:
             while True:
                 now = status_snapshot(engine, settings.redis_url)
-                live.update(watch_tables(now, before), refresh=True)
+                tables = watch_tables(now, before)
+                if live is not None:
+                    live.update(tables, refresh=True)
+                else:
+                    console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", tables)
+                    console.file.flush()
                 before = now
                 time.sleep(interval)
         except KeyboardInterrupt:

@@ -8,8 +8,11 @@ import importlib.util
 import io
 import json
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -398,6 +401,27 @@ def test_export_parquet_reads_back(conn: sa.Connection, tmp_path: Path) -> None:
     assert korean["title"] == "서울 봄 축제" and korean["char_count"] == 1500
     assert korean["published_at"] == published(7)
     assert str(table.schema.field("published_at").type) == "timestamp[us, tz=UTC]"
+
+
+def test_status_watch_piped_appends_a_snapshot_per_interval(database: str) -> None:
+    """Piped into a file or a log, `status --watch` prints each snapshot as it is taken (a
+    live display would show nothing until it stopped), and Ctrl-C ends it cleanly."""
+    lines: list[str] = []
+    with subprocess.Popen([sys.executable, "-m", "sluice.cli", "status", "--watch"],
+                          env=sluice_env(database), cwd=PROJECT_ROOT, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as watch:
+        assert watch.stdout is not None and watch.stderr is not None
+        reader = threading.Thread(target=lambda: lines.extend(map(str.rstrip, watch.stdout)))
+        reader.start()
+        deadline = time.monotonic() + 60
+        while sum(line.endswith(" UTC") for line in lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(timeout=60) == 0, watch.stderr.read()
+        reader.join()
+    success = [line for line in lines if re.match(r"^│ success +│ +6 │", line)]
+    assert len(success) >= 2, "\n".join(lines)
+    assert re.match(r"^│ success +│ +6 │ +0\.0 │", success[1]), success[1]
 
 
 def test_export_command_line(database: str, tmp_path: Path) -> None:
