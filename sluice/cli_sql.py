@@ -155,6 +155,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         err_console.print(f"error: {exc}", markup=False, highlight=False)
         return 2
+    if args.format == "parquet" and args.output is None and sys.stdout.isatty():
+        err_console.print("parquet is binary: write it to a file with --output FILE, or pipe it")
+        return 2
     engine = _ready_engine()
     try:
         with engine.connect() as conn:

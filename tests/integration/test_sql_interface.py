@@ -3,10 +3,13 @@ every example query of the README, each against known rows with known answers.""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.util
 import io
 import json
+import os
+import pty
 import re
 import signal
 import subprocess
@@ -422,6 +425,26 @@ def test_status_watch_piped_appends_a_snapshot_per_interval(database: str) -> No
     success = [line for line in lines if re.match(r"^│ success +│ +6 │", line)]
     assert len(success) >= 2, "\n".join(lines)
     assert re.match(r"^│ success +│ +6 │ +0\.0 │", success[1]), success[1]
+
+
+def test_parquet_export_is_not_written_to_a_terminal(database: str) -> None:
+    controller, terminal = pty.openpty()
+    written = b""
+    try:
+        with subprocess.Popen([sys.executable, "-m", "sluice.cli", "export", "--format",
+                               "parquet"], env=sluice_env(database), cwd=PROJECT_ROOT,
+                              stdout=terminal, stderr=subprocess.PIPE, text=True) as export:
+            os.close(terminal)
+            with contextlib.suppress(OSError):  # the terminal's other end closed: all is read
+                while chunk := os.read(controller, 65536):
+                    written += chunk
+            assert export.stderr is not None
+            stderr = export.stderr.read()
+            assert export.wait(timeout=120) == 2, stderr
+    finally:
+        os.close(controller)
+    assert "parquet is binary" in stderr and "--output" in stderr
+    assert b"PAR1" not in written
 
 
 def test_export_command_line(database: str, tmp_path: Path) -> None:
