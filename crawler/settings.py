@@ -26,6 +26,7 @@ RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
                     "crawler.middlewares.retry.BackoffRetryMiddleware": 550}
 # Closest to the download, so every attempt (retries and redirects too) takes a slot.
 POLITENESS_MIDDLEWARE = {"crawler.middlewares.politeness.SharedPolitenessMiddleware": 900}
+EXTENSIONS = {"crawler.extensions.crawl_delay.CrawlDelay": 500}
 
 
 def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[str, Any]:
@@ -52,7 +53,8 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
         "RETRY_TIMES": fetch.retries,
         "CONCURRENT_REQUESTS": fetch.concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": fetch.per_site_concurrency,
-        "DOWNLOAD_DELAY": fetch.per_site_delay,
+        # With Redis, the shared politeness keeps the delay across processes instead.
+        "DOWNLOAD_DELAY": 0.0 if settings.redis_url else fetch.per_site_delay,
         "CONCURRENT_ITEMS": 4,
         "REDIRECT_MAX_TIMES": 10,
         "COOKIES_ENABLED": False,
@@ -62,6 +64,7 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
         "TELNETCONSOLE_ENABLED": False,
         "REMOTE_CONTROL_ENABLED": False,
         "LOG_LEVEL": "INFO",
+        "EXTENSIONS": EXTENSIONS,
         "SLUICE_SETTINGS": settings,
         **browser_settings(settings),
         **ssrf_settings(settings, browser_settings(settings)),
@@ -83,7 +86,7 @@ def shared_frontier_settings(redis_url: str) -> dict[str, Any]:
         "SCHEDULER_DUPEFILTER_KEY": "sluice:seen",
         "REDIS_START_URLS_AS_ZSET": True,
         "MAX_IDLE_TIME_BEFORE_CLOSE": 0,
-        "EXTENSIONS": {"crawler.extensions.heartbeat.Heartbeat": 500},
+        "EXTENSIONS": {**EXTENSIONS, "crawler.extensions.heartbeat.Heartbeat": 500},
     }
 
 

@@ -33,6 +33,8 @@ class FetchSettings(BaseModel):
     per_site_concurrency: int = Field(4, ge=1)
     per_site_delay: float = Field(0.0, ge=0, description="Seconds between requests to one site.")
     obey_robots: bool = True
+    max_crawl_delay: float = Field(
+        30.0, ge=0, description="Longest robots.txt Crawl-delay obeyed, in seconds (0: ignored).")
     user_agent: str = "SluiceBot/0.1 (+https://example.invalid/sluice)"
 
 

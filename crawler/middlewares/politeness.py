@@ -3,7 +3,11 @@
 Each site has a sorted set of slots (held requests, each expiring on its own should a crawler
 die) and a "next request allowed at" time. One atomic script takes a slot only when the site has
 a free one and its delay has passed, on the Redis server's clock, so ten crawler processes on
-ten machines together still send at most `per_site_concurrency` requests to a site at a time.
+ten machines together still send at most `per_site_concurrency` requests to a site at a time,
+and wait the site's delay between them: `per_site_delay`, or longer where its robots.txt asks
+(`crawler.extensions.crawl_delay`). Scrapy's own per-process delay is off in this mode
+(`crawler.settings`): a request held in a local slot after taking the shared one would let
+another process's request go first, too soon.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
+from crawler.extensions.crawl_delay import CrawlDelay
 from sluice.config import Settings, get_settings
 from sluice.urls import host_of
 
@@ -66,9 +71,9 @@ class SharedPolitenessMiddleware:
         token = uuid.uuid4().hex
         keys = [f"sluice:site:{host}:slots", f"sluice:site:{host}:next"]
         try:
-            await self._acquire(keys, token)
+            await self._acquire(keys, token, self.site_delay(host))
         except redis.RedisError as exc:
-            # Redis is down: fall back to this process's own per-site limit (Scrapy's) for
+            # Redis is down: fall back to this process's own per-site concurrency (Scrapy's) for
             # this request rather than fail a page over a politeness lock.
             self.crawler.stats.inc_value("sluice/politeness/redis_unavailable")
             logger.warning("shared politeness unavailable (%s); using per-process limits",
@@ -77,10 +82,14 @@ class SharedPolitenessMiddleware:
         request.meta["sluice_slot"] = (keys[0], token)
         return None
 
-    async def _acquire(self, keys: list[str], token: str) -> None:
+    def site_delay(self, host: str) -> float:
+        crawl_delay = self.crawler.get_extension(CrawlDelay)
+        return self.delay if crawl_delay is None else crawl_delay.delay_for(host)
+
+    async def _acquire(self, keys: list[str], token: str, delay: float) -> None:
         while True:
             wait = float(await self.acquire(keys=keys,
-                                            args=[self.limit, self.delay, token, self.hold]))
+                                            args=[self.limit, delay, token, self.hold]))
             if wait == 0:
                 return
             self.crawler.stats.inc_value("sluice/politeness/waits")

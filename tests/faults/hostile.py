@@ -99,7 +99,8 @@ def million_entry_sitemap() -> Iterator[bytes]:
 class HostileServer:
     """Serve the hostile routes on 127.0.0.1 (an ephemeral port) in a thread.
 
-    `robots`: `None` (no robots.txt), `huge`, `malformed` or `slow`.
+    `robots`: `None` (no robots.txt), `huge`, `malformed`, `slow`, or `crawl-delay` (asks
+    for an hour between requests). `requests` lists (time, path) of every request served.
     """
 
     class HTTPServer(ThreadingHTTPServer):
@@ -110,6 +111,7 @@ class HostileServer:
         self.robots = robots
         self.secret_path = secret_path
         self.hits: Counter[str] = Counter()
+        self.requests: list[tuple[float, str]] = []
         self.lock = threading.Lock()
         self.httpd = self.HTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.hostile = self
@@ -134,6 +136,7 @@ class HostileServer:
     def reply(self, path: str) -> tuple[int, dict[str, str], Body]:
         """Status, headers and body (bytes, or chunks streamed until the client leaves)."""
         with self.lock:
+            self.requests.append((time.monotonic(), path))
             self.hits[path] += 1
             hits = self.hits[path]
         for prefix, route in self._routes().items():
@@ -215,6 +218,8 @@ class HostileServer:
             return 200, text, _forever(b"User-agent: *\nDisallow: /html/\n" * 256)
         if self.robots == "slow":
             return 200, text, _drip()
+        if self.robots == "crawl-delay":
+            return 200, text, b"User-agent: *\nCrawl-delay: 3600\nDisallow: /private/\n"
         if self.robots == "malformed":
             return 200, text, (b"\xff\xfe\x00garbage <html>\nUser-agent *\n\x00\x00Disallow\n"
                                b"User-agent: *\nDisallow: /private/\n" + b"\x89\xff" * 500)

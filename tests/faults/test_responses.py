@@ -7,6 +7,7 @@ and reason the README's "When things go wrong" table promises.
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,19 @@ def test_hostile_robots_txt_never_stops_the_crawl(pg_url: str, tmp_path: Path,
     if robots != "malformed":
         assert "robots.txt unreadable" in stats["_stderr"], stats["_stderr"][-3000:]
         assert "Traceback" not in stats["_stderr"], stats["_stderr"][-3000:]
+
+
+def test_robots_crawl_delay_is_kept_up_to_its_cap(pg_url: str, tmp_path: Path) -> None:
+    """A site whose robots.txt asks for an hour between requests gets the longest delay Sluice
+    grants (set to 1.5 s here): no two of its pages are fetched closer together, and all are."""
+    with HostileServer(robots="crawl-delay") as server:
+        urls = [server.url(f"/html/paced-{number}") for number in range(4)]
+        stats = crawl_urls(urls, fault_env(pg_url, SLUICE_FETCH__MAX_CRAWL_DELAY="1.5"),
+                           tmp_path, log_level="INFO")
+        rows = all_rows(pg_url)
+        fetched = [at for at, path in server.requests if path.startswith("/html/")]
+    assert [status_of(rows[url]) for url in urls] == [("success", None)] * 4
+    gaps = [later - earlier for earlier, later in pairwise(fetched)]
+    assert len(fetched) == 4 and min(gaps) > 1.4, gaps
+    assert "asks for 3600 s between requests (robots.txt Crawl-delay): waiting 1.5 s" in \
+        stats["_stderr"]

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,50 @@ def test_two_crawlers_share_the_per_site_concurrency(
     assert counter.peak <= 3
     assert counter.peak >= 2  # both crawlers did work at once, within the limit
 
+
+
+
+class Paced:
+    """A site whose robots.txt asks for an hour between requests; notes when each page is
+    fetched."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fetched: list[float] = []
+
+    def robots(self, handler: SiteHandler) -> Reply:
+        return Reply(200, b"User-agent: *\nCrawl-delay: 3600\n", {"Content-Type": "text/plain"})
+
+    def route(self, handler: SiteHandler) -> Reply:
+        with self.lock:
+            self.fetched.append(time.monotonic())
+        return Reply(200, article(story_number(handler.path)), {"Content-Type": "text/html"})
+
+
+def test_two_crawlers_keep_to_a_robots_crawl_delay_together(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    paced = Paced()
+    routes = {"/robots.txt": paced.robots, "/news/*": paced.route}
+    with SiteServer(Path("/nonexistent"), routes=routes) as site:
+        # One request in hand per crawler, so that both crawlers keep working on the site.
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__MAX_CRAWL_DELAY="1",
+                         SLUICE_FETCH__CONCURRENCY="1", SLUICE_BROWSER__RENDER="never",
+                         SLUICE_EXTRACT_WORKERS="1")
+        (tmp_path / "urls.txt").write_text(
+            "\n".join(site.url(story_path(number)) for number in range(8)))
+        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        crawlers = [Crawler(env), Crawler(env)]
+        try:
+            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
+                              and len(paced.fetched) >= 8, timeout=300, interval=1)
+        finally:
+            for crawler in crawlers:
+                crawler.stop()
+    # The delay (capped at 1 s here) holds between any two requests, whichever crawler sent them.
+    gaps = [later - earlier for earlier, later in pairwise(sorted(paced.fetched))]
+    assert len(paced.fetched) == 8 and min(gaps) > 0.9, gaps
 
 
 class Flaky:
