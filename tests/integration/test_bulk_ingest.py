@@ -209,21 +209,26 @@ def test_two_crawlers_share_the_per_site_concurrency(
     with SiteServer(Path("/nonexistent"), routes={"/news/*": counter.route}) as site:
         env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="3",
                          SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-        lines = "\n".join(site.url(story_path(number)) for number in range(120))
-        (tmp_path / "urls.txt").write_text(lines)
-        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
-        crawlers = [Crawler(env), Crawler(env)]
-        try:
-            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
-                              and len(site.hits) >= 120, timeout=300, interval=1)
-        finally:
-            for crawler in crawlers:
-                crawler.stop()
+        ingest_and_crawl_twice(site, 120, env, tmp_path)
     assert counter.peak <= 3
     assert counter.peak >= 2  # both crawlers did work at once, within the limit
 
 
+def ingest_and_crawl_twice(site: SiteServer, stories: int, env: dict[str, str],
+                           tmp_path: Path) -> None:
+    """Ingest `stories` URLs of the site, fetch them with two crawler processes."""
+    lines = "\n".join(site.url(story_path(number)) for number in range(stories))
+    (tmp_path / "urls.txt").write_text(lines)
+    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    crawlers = [Crawler(env), Crawler(env)]
+    try:
+        assert wait_until(lambda: status_counts(env["SLUICE_DATABASE_URL"]).get("queued", 0) == 0
+                          and sum(path.startswith("/news/") for path in site.hits) >= stories,
+                          timeout=300, interval=1)
+    finally:
+        for crawler in crawlers:
+            crawler.stop()
 
 
 class Paced:
@@ -253,17 +258,7 @@ def test_two_crawlers_keep_to_a_robots_crawl_delay_together(
         env = sluice_env(pg_url, redis_url, SLUICE_FETCH__MAX_CRAWL_DELAY="1",
                          SLUICE_FETCH__CONCURRENCY="1", SLUICE_BROWSER__RENDER="never",
                          SLUICE_EXTRACT_WORKERS="1")
-        (tmp_path / "urls.txt").write_text(
-            "\n".join(site.url(story_path(number)) for number in range(8)))
-        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
-        crawlers = [Crawler(env), Crawler(env)]
-        try:
-            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
-                              and len(paced.fetched) >= 8, timeout=300, interval=1)
-        finally:
-            for crawler in crawlers:
-                crawler.stop()
+        ingest_and_crawl_twice(site, 8, env, tmp_path)
     # The delay (capped at 1 s here) holds between any two requests, whichever crawler sent them.
     gaps = [later - earlier for earlier, later in pairwise(sorted(paced.fetched))]
     assert len(paced.fetched) == 8 and min(gaps) > 0.9, gaps
