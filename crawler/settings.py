@@ -24,6 +24,9 @@ META_REFRESH_MIDDLEWARE = {"scrapy.downloadermiddlewares.redirect.MetaRefreshMid
                            "crawler.middlewares.redirects.CheapMetaRefreshMiddleware": 580}
 RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
                     "crawler.middlewares.retry.BackoffRetryMiddleware": 550}
+# Closest to the download (after the politeness wait, so a request is checked as it is about
+# to go out), and above the retry middleware, so exceptions reach it first: it counts every try.
+UNREACHABLE_MIDDLEWARE = {"crawler.middlewares.unreachable.UnreachableSiteMiddleware": 950}
 # Closest to the download, so every attempt (retries and redirects too) takes a slot.
 POLITENESS_MIDDLEWARE = {"crawler.middlewares.politeness.SharedPolitenessMiddleware": 900}
 EXTENSIONS = {"crawler.extensions.crawl_delay.CrawlDelay": 500}
@@ -41,7 +44,8 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
         "DOWNLOADER_MIDDLEWARES": {**({} if settings.allow_private_networks else SSRF_MIDDLEWARE),
                                    **({} if settings.browser.render == "never"
                                       else RENDER_MIDDLEWARE),
-                                   **RETRY_MIDDLEWARE, **REDIRECT_HOPS_MIDDLEWARE,
+                                   **RETRY_MIDDLEWARE, **UNREACHABLE_MIDDLEWARE,
+                                   **REDIRECT_HOPS_MIDDLEWARE,
                                    **META_REFRESH_MIDDLEWARE,
                                    **(POLITENESS_MIDDLEWARE if settings.redis_url else {})},
         "USER_AGENT": fetch.user_agent,

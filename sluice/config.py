@@ -35,6 +35,11 @@ class FetchSettings(BaseModel):
     obey_robots: bool = True
     max_crawl_delay: float = Field(
         30.0, ge=0, description="Longest robots.txt Crawl-delay obeyed, in seconds (0: ignored).")
+    unreachable_after: int = Field(
+        5, ge=0, description="Attempts in a row without an answer before a site is paused "
+        "(0: never).")
+    unreachable_pause: float = Field(
+        300.0, gt=0, description="Seconds a site that stopped answering is paused.")
     user_agent: str = "SluiceBot/0.1 (+https://example.invalid/sluice)"
 
 

@@ -8,6 +8,8 @@ origin.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 import zlib
@@ -277,3 +279,30 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
+
+
+class SilentServer:
+    """A site that has stopped answering: it accepts each connection and closes it without a
+    word. `connections` counts them."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.connections = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}{path}"
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.listener.close()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):  # the listener closed: the test is over
+            while True:
+                connection, _ = self.listener.accept()
+                self.connections += 1
+                connection.close()

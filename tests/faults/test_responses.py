@@ -7,13 +7,14 @@ and reason the README's "When things go wrong" table promises.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
 from tests.faults.conftest import all_rows, crawl_urls, fault_env, status_of
-from tests.faults.hostile import HostileServer, charset_pages
+from tests.faults.hostile import HostileServer, SilentServer, charset_pages
 
 pytestmark = pytest.mark.integration
 
@@ -111,3 +112,22 @@ def test_robots_crawl_delay_is_kept_up_to_its_cap(pg_url: str, tmp_path: Path) -
     assert len(fetched) == 4 and min(gaps) > 1.2, gaps  # a margin for a loaded machine
     assert "asks for 3600 s between requests (robots.txt Crawl-delay): waiting 1.5 s" in \
         stats["_stderr"]
+
+
+def test_a_site_that_stopped_answering_is_paused_not_waited_on(pg_url: str,
+                                                                tmp_path: Path) -> None:
+    """After a few attempts in a row get no answer, the site's other URLs are recorded at once
+    as `site_unreachable` (to be retried later), and the site is not tried again and again."""
+    with SilentServer() as server:
+        urls = [server.url(f"/story-{number}") for number in range(30)]
+        env = fault_env(pg_url, SLUICE_FETCH__UNREACHABLE_AFTER="3",
+                        SLUICE_FETCH__CONCURRENCY="4")
+        stats = crawl_urls(urls, env, tmp_path)
+        rows = all_rows(pg_url)
+    reasons = Counter(status_of(rows[url]) for url in urls)
+    assert set(reasons) <= {(FAILED, "connection_lost"), (FAILED, "site_unreachable")}, reasons
+    assert sum(reasons.values()) == 30 and reasons[(FAILED, "site_unreachable")] >= 25, reasons
+    # Three attempts (robots.txt and its retry, a page), then the pause; at most the 4 requests
+    # already queued for download go out once more. Without the pause: 62 (every URL twice).
+    assert server.connections <= 3 + 4, server.connections
+    assert "did not answer 3 attempts in a row: paused for 300 s" in stats["_stderr"]
