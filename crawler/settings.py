@@ -24,11 +24,11 @@ META_REFRESH_MIDDLEWARE = {"scrapy.downloadermiddlewares.redirect.MetaRefreshMid
                            "crawler.middlewares.redirects.CheapMetaRefreshMiddleware": 580}
 RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
                     "crawler.middlewares.retry.BackoffRetryMiddleware": 550}
+# Near the download, so every attempt (retries and redirects too) takes a slot.
+POLITENESS_MIDDLEWARE = {"crawler.middlewares.politeness.SharedPolitenessMiddleware": 900}
 # Closest to the download (after the politeness wait, so a request is checked as it is about
 # to go out), and above the retry middleware, so exceptions reach it first: it counts every try.
 UNREACHABLE_MIDDLEWARE = {"crawler.middlewares.unreachable.UnreachableSiteMiddleware": 950}
-# Closest to the download, so every attempt (retries and redirects too) takes a slot.
-POLITENESS_MIDDLEWARE = {"crawler.middlewares.politeness.SharedPolitenessMiddleware": 900}
 EXTENSIONS = {"crawler.extensions.crawl_delay.CrawlDelay": 500}
 
 
