@@ -182,9 +182,8 @@ def watch_status(interval: float = 2.0) -> int:
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     before = None
-    with contextlib.ExitStack() as stack:
-        live = (stack.enter_context(Live(console=console, auto_refresh=False))
-                if console.is_terminal else None)
+    display = Live(console=console, auto_refresh=False) if console.is_terminal else None
+    with display if display is not None else contextlib.nullcontext() as live:
         try:
             while True:
                 now = status_snapshot(engine, settings.redis_url)

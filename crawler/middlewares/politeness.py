@@ -13,6 +13,7 @@ another process's request go first, too soon.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from typing import Any, Self
@@ -83,8 +84,15 @@ class SharedPolitenessMiddleware:
         return None
 
     def site_delay(self, host: str) -> float:
-        crawl_delay = self.crawler.get_extension(CrawlDelay)
-        return self.delay if crawl_delay is None else crawl_delay.delay_for(host)
+        if self.crawl_delay is None:
+            return self.delay
+        return self.crawl_delay.delay_for(host)
+
+    @functools.cached_property
+    def crawl_delay(self) -> CrawlDelay | None:
+        """The extension that knows the robots.txt delays (looked up once: the extensions
+        exist by the time the first request comes)."""
+        return self.crawler.get_extension(CrawlDelay)
 
     async def _acquire(self, keys: list[str], token: str, delay: float) -> None:
         while True:

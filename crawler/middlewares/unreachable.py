@@ -69,12 +69,13 @@ class UnreachableSiteMiddleware:
         return cls(settings.fetch.unreachable_after, settings.fetch.unreachable_pause)
 
     def process_request(self, request: Request) -> None:
-        site = self.sites.get(host_of(request.url))
+        host = host_of(request.url)
+        site = self.sites.get(host)
         if site is None or site.failures < self.after:
             return
         if site.probing or time.monotonic() < site.paused_until:
-            raise SiteUnreachable(f"{host_of(request.url)} did not answer {site.failures} "
-                                  "attempts in a row; paused")
+            raise SiteUnreachable(f"{host} did not answer {site.failures} attempts in a row; "
+                                  "paused")
         site.probing = True  # this request is the probe; the others wait for its outcome
 
     def process_response(self, request: Request, response: Response) -> Response:
