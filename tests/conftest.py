@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -127,6 +128,10 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        # A pool child that outlived its main process would go on taking the next test's
+        # tasks from the shared queue: nothing of the worker's group may survive it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
         self.log.seek(0)
         output = self.log.read()[-5000:]
         self.log.close()

@@ -3,6 +3,7 @@ Celery workers: every URL ends with exactly one row in a terminal status, crashe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -105,6 +106,8 @@ class Crawler:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # pool children that outlived it
 
 
 def beat(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
