@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote_plus, urljoin, urlsplit, urlunsplit
 
 from sluice.errors import BlockedAddress, InvalidURL
 
@@ -23,6 +23,10 @@ _TRACKING_PARAMS = re.compile(
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Characters left unescaped in a path; everything else is percent-encoded once.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+# C0 controls other than the tab, CR and LF that URL parsing strips, and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What may follow any user info in an authority: a name or a bracketed IPv6 literal, then a port.
+_HOST_AND_PORT = re.compile(r"(\[[0-9A-Za-z:.%]*\]|[^\[\]]*)(:[0-9]*)?")
 
 
 def canonicalize_url(url: str) -> str:
@@ -45,11 +49,29 @@ def canonicalize_url(url: str) -> str:
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
         raise InvalidURL(f"unsupported scheme {scheme or '(none)'!r}", "unsupported_scheme")
+    if _CONTROL.search(url):
+        raise InvalidURL("URL contains a control character", "invalid_url")
+    if port == 0:
+        raise InvalidURL("port 0 is not a port a server listens on", "invalid_url")
+    if not _HOST_AND_PORT.fullmatch(parts.netloc.rpartition("@")[2]):
+        raise InvalidURL(f"malformed host {parts.netloc!r}", "invalid_url")
     host = _canonical_host(parts.hostname or "")
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    path = _canonical_path(parts.path)
-    query = _canonical_query(parts.query)
+    try:
+        path = _canonical_path(parts.path)
+        query = _canonical_query(parts.query)
+    except UnicodeError:  # a lone surrogate, as a JSON line's "\ud800" can carry
+        raise InvalidURL("URL contains characters that cannot be encoded", "invalid_url") from None
     return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def join_url(base: str, href: str) -> str | None:
+    """`href` resolved against `base`, or None when either is too malformed to join (an
+    unclosed IPv6 bracket, say): one bad link on a page must not cost the page's others."""
+    try:
+        return urljoin(base, href)
+    except ValueError:
+        return None
 
 
 def is_valid_url(url: str) -> bool:
@@ -115,12 +137,22 @@ def _normalise_escapes(text: str) -> str:
 
 
 def _canonical_query(query: str) -> str:
-    pairs = [
-        (key, value)
-        for key, value in parse_qsl(query, keep_blank_values=True)
-        if not _TRACKING_PARAMS.match(key)
-    ]
-    return urlencode(sorted(pairs), quote_via=quote)
+    """Tracking parameters dropped, the rest sorted and escaped one way. Escapes of bytes that
+    are not UTF-8 (`?q=caf%E9`) are kept as the same bytes, and a key without `=` stays so:
+    the canonical URL must ask the server for what the original asked."""
+    pairs = []
+    for piece in query.split("&"):
+        key, equals, value = piece.partition("=")
+        key = unquote_plus(key, errors="surrogateescape")
+        if piece and not _TRACKING_PARAMS.match(key):
+            pairs.append((key, equals, unquote_plus(value, errors="surrogateescape")))
+    return "&".join(
+        _escape(key) + equals + _escape(value) for key, equals, value in sorted(pairs)
+    )
+
+
+def _escape(text: str) -> str:
+    return quote(text, safe="", errors="surrogateescape")
 
 
 # The addresses a crawler exposed to user-submitted URLs must never reach.

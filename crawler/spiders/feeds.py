@@ -125,7 +125,15 @@ class FeedsSpider(ArticleSpider):
             for item in self._source_failed(root, response.url, depth, reason):
                 yield item
             return
-        reading = await asyncio.to_thread(self._read, response)
+        try:
+            reading = await asyncio.to_thread(self._read, response)
+        except Exception:
+            # The edge of discovery: a reader bug on one odd source is logged and recorded
+            # on the source's row, and the crawl goes on with the other sources.
+            self.logger.exception("source %s could not be read", response.url)
+            for item in self._source_failed(root, response.url, depth, "unreadable_source"):
+                yield item
+            return
         self.crawler.stats.inc_value(f"sluice/sources/{reading.kind}")
         if depth == 0:
             yield self._visit_result(root, reading, response)

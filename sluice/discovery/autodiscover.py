@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import lxml.html
 from lxml import etree
+
+from sluice.urls import join_url
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +78,9 @@ def base_url_of(root: lxml.html.HtmlElement, page_url: str) -> str:
     """The URL relative links resolve against: the first `<base href>`, else the page URL."""
     for base in root.iter("base"):
         href = (base.get("href") or "").strip()
-        if href:
-            return str(urljoin(page_url, href))
+        joined = join_url(page_url, href) if href else None
+        if joined:
+            return joined
     return page_url
 
 
@@ -87,8 +90,8 @@ def _feed_from_link(link: lxml.html.HtmlElement, base: str) -> FeedLink | None:
     href = (link.get("href") or "").strip()
     if "alternate" not in rels or mime not in FEED_TYPES or not href:
         return None
-    url = urljoin(base, href)
-    if urlsplit(url).scheme not in ("http", "https"):
+    url = join_url(base, href)
+    if url is None or urlsplit(url).scheme not in ("http", "https"):
         return None
     title = (link.get("title") or "").strip() or None
     return FeedLink(url=url.split("#", 1)[0], type=mime, title=title)

@@ -13,12 +13,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urljoin
 
 import feedparser
 
 from sluice.errors import FeedError, InvalidURL
-from sluice.urls import canonicalize_url
+from sluice.urls import canonicalize_url, join_url
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +144,9 @@ def _entry_url(raw: Any, feed_url: str) -> str | None:
     for candidate in candidates:
         if not candidate:
             continue
+        joined = join_url(feed_url, str(candidate).strip())
         try:
-            return canonicalize_url(urljoin(feed_url, str(candidate).strip()))
+            return canonicalize_url(joined) if joined else None
         except InvalidURL:
             continue
     return None

@@ -23,11 +23,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import lxml.html
 
 from sluice.discovery.autodiscover import base_url_of, parse_html
+from sluice.urls import join_url
 
 logger = logging.getLogger(__name__)
 
@@ -274,12 +275,14 @@ def _resolve(href: str | None, base: str) -> str | None:
     href = (href or "").strip()
     if not href or href.startswith("#"):
         return None
+    url = join_url(base, href)
+    if url is None:
+        return None
     try:
-        url = urljoin(base, href).split("#", 1)[0]
         scheme = urlsplit(url).scheme
     except ValueError:  # e.g. an invalid IPv6 host in a hand-written href
         return None
-    return url if scheme in ("http", "https") else None
+    return url.split("#", 1)[0] if scheme in ("http", "https") else None
 
 
 def _markers(element: lxml.html.HtmlElement) -> set[str]:

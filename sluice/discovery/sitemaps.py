@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO, Protocol
-from urllib.parse import urljoin
 
 from lxml import etree
 
 from sluice.errors import SluiceError
+from sluice.urls import join_url
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -306,7 +306,7 @@ def _clean_url(raw: str | None, base_url: str | None) -> str | None:
     if not _ABSOLUTE_HTTP.match(raw):
         if not base_url:
             return None
-        raw = urljoin(base_url, raw)
+        raw = join_url(base_url, raw) or ""
         if not _ABSOLUTE_HTTP.match(raw):
             return None
     return None if _WHITESPACE.search(raw) else raw

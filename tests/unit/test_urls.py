@@ -24,6 +24,12 @@ from sluice.urls import canonicalize_url, check_address_allowed, is_public_addre
         ("https://bücher.example/", "https://xn--bcher-kva.example/"),
         ("  https://example.com/x  ", "https://example.com/x"),
         ("http://example.com:8080/x", "http://example.com:8080/x"),
+        # The server is asked for the same bytes: escapes that are not UTF-8 are kept, not
+        # replaced (two Latin-1 searches must stay two URLs), and a bare key stays bare.
+        ("http://example.com/s?q=caf%e9", "http://example.com/s?q=caf%E9"),
+        ("http://example.com/s?q=caf%E8&a", "http://example.com/s?a&q=caf%E8"),
+        ("http://example.com/amp?amp", "http://example.com/amp?amp"),
+        ("http://[::1]:8080/a", "http://[::1]:8080/a"),
     ],
 )
 def test_canonical_forms(raw: str, canonical: str) -> None:
@@ -43,6 +49,12 @@ def test_canonical_forms(raw: str, canonical: str) -> None:
         ("http://example.com:99999/", "invalid_url"),
         ("", "invalid_url"),
         ("https://example.com/" + "a" * 3000, "url_too_long"),
+        ("https://example.com:0/", "invalid_url"),
+        ("http://[::1]x/", "invalid_url"),
+        ("http://[::1", "invalid_url"),
+        ("http://example.com/a\x00b", "invalid_url"),
+        ("http://example.com/\ud800", "invalid_url"),
+        ("http://example.com/?q=\udcff\ud800", "invalid_url"),
     ],
 )
 def test_bad_urls_are_refused_with_a_reason(raw: str, reason: str) -> None:
@@ -51,7 +63,9 @@ def test_bad_urls_are_refused_with_a_reason(raw: str, reason: str) -> None:
     assert caught.value.reason == reason
 
 
-@given(st.text(max_size=300))
+@given(st.text(max_size=300)
+       | st.builds(str.__add__, st.sampled_from(["http://a.example/", "https://[::1]:8/?q="]),
+                   st.text(st.characters(exclude_categories=()), max_size=100)))
 def test_canonicalisation_never_raises_anything_else_and_is_idempotent(raw: str) -> None:
     try:
         once = canonicalize_url(raw)
