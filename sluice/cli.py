@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,10 +22,10 @@ from sluice.cli_feeds import register as register_feeds_commands
 from sluice.cli_queue import register as register_queue_commands
 from sluice.cli_queue import report_problems
 from sluice.cli_sql import register as register_sql_commands
-from sluice.config import get_settings
+from sluice.config import SettingsSourceError, get_settings
 from sluice.db import make_engine, store
 from sluice.db.migrate import upgrade
-from sluice.inputs import URLList, iter_lines, read_url_list
+from sluice.inputs import InputProblem, ListedURL, URLList, iter_lines, read_url_list
 
 console = Console()
 err_console = Console(stderr=True)
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = "SLUICE_" + "__".join(str(part) for part in error["loc"]).upper()
             err_console.print(f"invalid setting {name}: {error['msg']}", markup=False,
                               highlight=False, soft_wrap=True)
+        return 2
+    except SettingsSourceError as exc:
+        err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return 2
     except sa.exc.OperationalError as exc:
         # The database is down, unreachable or refuses us: say so in one line, not a traceback.
@@ -104,14 +108,37 @@ def _parser() -> argparse.ArgumentParser:
 
 def read_sources(sources: Sequence[str]) -> URLList:
     """Feed URLs from files (one a line) and from URLs given directly. A source without a
-    scheme is a file's name: one that cannot be read raises OSError."""
-    lines: list[str | bytes] = []
-    for source in sources:
-        if source == "-" or Path(source).is_file() or not urlsplit(source).scheme:
-            lines.extend(iter_lines(source))
+    scheme is a file's name: one that cannot be read raises OSError. Each problem names its
+    file and line there, or its argument's position; a URL listed twice is read once."""
+    urls: list[ListedURL] = []
+    problems: list[InputProblem] = []
+    seen: set[str] = set()
+    for position, source in enumerate(sources, start=1):
+        if _is_file_name(source):
+            listed, name = read_url_list(iter_lines(source)), "stdin" if source == "-" else source
         else:
-            lines.append(source)
-    return read_url_list(lines)
+            listed, name = read_url_list([source]), "argument"
+            listed = URLList(
+                tuple(replace(item, line=position) for item in listed.urls),
+                tuple(replace(problem, line=position) for problem in listed.problems))
+        problems.extend(replace(problem, source=name) for problem in listed.problems)
+        for item in listed.urls:
+            if item.url in seen:
+                problems.append(InputProblem(item.line, item.url, "duplicate", "duplicate URL",
+                                             name))
+            else:
+                seen.add(item.url)
+                urls.append(item)
+    return URLList(tuple(urls), tuple(problems))
+
+
+def _is_file_name(source: str) -> bool:
+    if source == "-" or Path(source).is_file():
+        return True
+    try:
+        return not urlsplit(source).scheme
+    except ValueError:  # a malformed URL (`http://[::1`): reported as one
+        return False
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:

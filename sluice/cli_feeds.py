@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from sluice.cli_queue import report_problems
 from sluice.config import get_settings
 from sluice.db import make_engine
 from sluice.db.feeds import FeedRow, add_feeds, list_feeds, remove_feed
@@ -78,29 +79,29 @@ def cmd_feeds_add(args: argparse.Namespace) -> int:
 def cmd_feeds_import(args: argparse.Namespace) -> int:
     try:
         default = _interval(args.every)
-        listed = read_url_list(iter_lines(args.file))
-        by_interval: dict[int, list[str]] = {}
-        for item in listed.urls:
-            every = item.options.get("every")
-            interval = parse_interval(str(every)) if every else default
-            by_interval.setdefault(interval, []).append(item.url)
     except ValueError as exc:
         err_console.print(f"cannot import: {exc}", markup=False)
         return 2
-    _report_problems(list(listed.problems))
+    listed = read_url_list(iter_lines(args.file))
+    problems = list(listed.problems)
+    by_interval: dict[int, list[str]] = {}
+    for item in listed.urls:
+        every = item.options.get("every")
+        try:
+            interval = parse_interval(str(every)) if every else default
+        except ValueError as exc:  # this line's own interval: the rest of the file goes on
+            problems.append(InputProblem(item.line, item.url, "invalid_interval", str(exc)))
+            continue
+        by_interval.setdefault(interval, []).append(item.url)
+    problems.sort(key=lambda problem: problem.line)
+    report_problems(problems)
     new = 0
     with _engine().begin() as conn:
         for interval, urls in by_interval.items():
             new += add_feeds(conn, urls, interval)
     total = sum(len(urls) for urls in by_interval.values())
-    console.print(f"imported {total} sources ({new} new, {len(listed.problems)} invalid lines)")
-    return 0 if total or not listed.problems else 2
-
-
-def _report_problems(problems: list[InputProblem]) -> None:
-    for problem in problems:
-        err_console.print(f"line {problem.line}: {problem.reason}: {problem.message}",
-                          markup=False, highlight=False)
+    console.print(f"imported {total} sources ({new} new, {len(problems)} invalid lines)")
+    return 0 if total or not problems else 2
 
 
 def cmd_feeds_list(args: argparse.Namespace) -> int:

@@ -58,8 +58,9 @@ def register(commands: Any) -> None:
 
 def report_problems(problems: list[InputProblem]) -> None:
     for problem in problems:
-        err_console.print(f"line {problem.line}: {problem.reason}: {problem.message} "
-                          f"({problem.text[:80]!r})", markup=False, highlight=False)
+        err_console.print(f"{problem.location}: {problem.reason}: {problem.message} "
+                          f"({problem.text[:80]!r})", markup=False, highlight=False,
+                          soft_wrap=True)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -7,11 +7,12 @@ Every value comes from the environment (prefix `SLUICE_`, nested groups joined w
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 RenderPolicy = Literal["never", "auto", "always"]
 
@@ -133,7 +134,22 @@ class Settings(BaseSettings):
         return not self.redis_url
 
 
+class SettingsSourceError(ValueError):
+    """A setting's source cannot be read: a nested setting given as something other than
+    JSON (`SLUICE_GATE=many`), or a `.env` file that is not UTF-8. The message names the
+    setting or the file, never the value (it may hold a password)."""
+
+
 @functools.cache
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment (and `.env`)."""
+    try:
+        return Settings()
+    except SettingsError as exc:
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"SLUICE_{field.group(1).upper()}" if field else "SLUICE_…"
+        raise SettingsSourceError(
+            f"invalid setting {name}: a group of settings is given as JSON (or set its "
+            f"members one by one, as {name}__MEMBER)") from None
+    except UnicodeDecodeError:
+        raise SettingsSourceError("invalid settings file .env: it is not UTF-8") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -10,6 +11,9 @@ from typing import Any
 
 from sluice.errors import InvalidURL
 from sluice.urls import canonicalize_url
+
+# A note after a URL: a `#` after whitespace (a `#` inside the URL starts its fragment).
+_NOTE = re.compile(r"\s+#.*\Z", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +33,15 @@ class InputProblem:
     text: str
     reason: str
     message: str
+    source: str = ""  # the file it came from, or "argument", when a command reads several
+
+    @property
+    def location(self) -> str:
+        """Where the line is, as a report names it: `line 3`, `feeds.txt, line 3`, or
+        `argument 2` (for an argument, `line` is its position)."""
+        if self.source == "argument":
+            return f"argument {self.line}"
+        return f"{self.source}, line {self.line}" if self.source else f"line {self.line}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +75,13 @@ def read_url_list(lines: Iterable[str | bytes]) -> URLList:
 def iter_lines(path: str) -> Iterator[bytes]:
     """The raw lines of a file, or of standard input for `-`."""
     if path == "-":
-        yield from sys.stdin.buffer
+        for line in sys.stdin.buffer:
+            yield from line.splitlines() or [line]
         return
     with open(path, "rb") as handle:
-        yield from handle
+        for line in handle:
+            # A file saved with CR-only line endings is one "line" to `open`: split it too.
+            yield from line.splitlines() or [line]
 
 
 def _decode(raw: str | bytes) -> str:
@@ -82,12 +98,14 @@ def _parse_line(text: str, number: int) -> ListedURL:
     if text.startswith("{"):
         try:
             record = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             raise InvalidURL("line is not valid JSON", "invalid_json") from None
         if not isinstance(record, dict) or not isinstance(record.get("url"), str):
             raise InvalidURL("JSON line has no string 'url'", "invalid_json")
         options = {key: value for key, value in record.items() if key != "url"}
         return ListedURL(canonicalize_url(record["url"]), number, options)
-    if any(char.isspace() for char in text):
-        text = text.split()[0]
-    return ListedURL(canonicalize_url(text), number)
+    url = _NOTE.sub("", text)
+    if any(char.isspace() for char in url):
+        raise InvalidURL("URL contains whitespace (write a space in a URL as %20; a note "
+                         "after the URL starts with #)", "invalid_url")
+    return ListedURL(canonicalize_url(url), number)

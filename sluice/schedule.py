@@ -12,17 +12,23 @@ _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # Failures past this many no longer double the wait (2**16 intervals is already past any cap).
 _MAX_DOUBLINGS = 16
+# The longest interval a source may have: a yearly source is checked yearly, and a due date
+# stays far inside what the databases can store.
+MAX_INTERVAL_SECONDS = 366 * 86400
 
 
 def parse_interval(text: str) -> int:
-    """Seconds in an interval such as `90`, `45s`, `30m`, `2h`, `1d`. Raises ValueError."""
+    """Seconds in an interval such as `90`, `45s`, `30m`, `2h`, `1d`, at most a year.
+    Raises ValueError."""
     match = _INTERVAL.match(text)
     if match is None:
         raise ValueError(f"not an interval: {text!r} (use e.g. 30m, 2h, 1d)")
-    seconds = int(float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()])
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+    if seconds > MAX_INTERVAL_SECONDS:
+        raise ValueError(f"interval too long: {text!r} (at most {MAX_INTERVAL_SECONDS // 86400}d)")
     if seconds < 1:
         raise ValueError(f"interval too short: {text!r}")
-    return seconds
+    return int(seconds)
 
 
 def format_interval(seconds: int) -> str:

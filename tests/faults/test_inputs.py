@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice.config import SettingsSourceError, get_settings
 from sluice.inputs import read_url_list
 from tests.conftest import run_sluice, sluice_env
 from tests.faults.conftest import all_rows
@@ -28,7 +29,7 @@ LINES: list[tuple[bytes, str | None]] = [
     (b"http://", "invalid_url"),
     (b"http://[::1", "invalid_url"),
     (b"http://127.0.0.1:99999/x", "invalid_url"),
-    (b"not a url", "unsupported_scheme"),
+    (b"not a url", "invalid_url"),
     (("http://127.0.0.1:9/" + "a" * 5000).encode(), "url_too_long"),
     (GOOD[1].encode(), "ok"),
     (GOOD[0].encode() + b"#fragment", "duplicate"),
@@ -81,6 +82,8 @@ def test_bad_settings_and_an_unreachable_database_are_one_line_errors(tmp_path: 
          "invalid setting SLUICE_DATABASE_URL: "),
         ({"SLUICE_DATABASE_URL": "postgresql://reader:s3cret@127.0.0.1:9/x"}, 1,
          "database error: "),
+        ({"SLUICE_GATE": "many"}, 2, "invalid setting SLUICE_GATE: "),
+        ({"SLUICE_LLM": '{"api_key": "s3cret"'}, 2, "invalid setting SLUICE_LLM: "),
     ]
     for extra, code, message in cases:
         env = {**sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}"), **extra}
@@ -88,6 +91,36 @@ def test_bad_settings_and_an_unreachable_database_are_one_line_errors(tmp_path: 
         assert result.returncode == code, result.stderr
         assert message in result.stderr
         assert "Traceback" not in result.stderr and "s3cret" not in result.stderr
+
+
+def test_a_settings_file_that_is_not_utf8_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_bytes(b"SLUICE_LLM__API_KEY=s3cr\xe9t\n")
+    monkeypatch.chdir(tmp_path)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsSourceError, match=r"^invalid settings file \.env: "):
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+
+
+def test_problems_name_their_file_or_argument(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_text("# first list\nftp://a.example/feed\n")
+    (tmp_path / "two.txt").write_text("javascript:alert(1)\nftp://a.example/feed\n")
+    env = sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}")
+    result = run_sluice("crawl", str(tmp_path / "one.txt"), str(tmp_path / "two.txt"),
+                        "http://[::1", env=env)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert re.findall(r"^(.*?): (\w+):", result.stderr, re.MULTILINE) == [
+        (f"{tmp_path / 'one.txt'}, line 2", "unsupported_scheme"),
+        (f"{tmp_path / 'two.txt'}, line 1", "unsupported_scheme"),
+        (f"{tmp_path / 'two.txt'}, line 2", "unsupported_scheme"),
+        ("argument 3", "invalid_url"),
+    ]
+    assert "no valid feed URLs to crawl" in result.stderr
 
 
 def test_ingest_with_redis_unreachable_is_a_one_line_error(tmp_path: Path) -> None:

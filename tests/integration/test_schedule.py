@@ -52,11 +52,17 @@ def test_feeds_commands(sqlite_url: str, tmp_path: Path) -> None:
     assert "added https://news.example/feed.xml, every 30m" in added.stdout
     (tmp_path / "sources.txt").write_text(
         "https://a.example/rss\n{\"url\": \"https://b.example/sitemap.xml\", \"every\": \"1d\"}\n"
-        "not a url\n")
+        "not a url\n{\"url\": \"https://c.example/rss\", \"every\": \"fortnightly\"}\n")
     imported = run_sluice("feeds", "import", str(tmp_path / "sources.txt"), "--every", "2h",
                           env=env)
-    assert "imported 2 sources (2 new, 1 invalid lines)" in imported.stdout
-    assert "line 3: " in imported.stderr
+    # A bad line, even a bad interval on one line, is reported; the rest is imported.
+    assert "imported 2 sources (2 new, 2 invalid lines)" in imported.stdout
+    assert "line 3: invalid_url" in imported.stderr
+    assert "line 4: invalid_interval: not an interval: 'fortnightly'" in imported.stderr
+    # An interval too long for a due date is refused, not stored to break the schedule.
+    too_long = run_sluice("feeds", "add", "https://d.example/rss", "--every", "100000000w",
+                          env=env)
+    assert too_long.returncode == 2 and "interval too long" in too_long.stderr
     intervals = {url: row.interval_seconds for url, row in feed_rows(sqlite_url).items()}
     assert intervals == {"https://news.example/feed.xml": 1800, "https://a.example/rss": 7200,
                          "https://b.example/sitemap.xml": 86400}
