@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from urllib.parse import urlsplit
 
@@ -27,6 +28,7 @@ _LOGIN_PATH = re.compile(
     r"/(log-?in|sign-?in|signin|auth|sso|account/login|users?/login|session/new|subscribe/login)"
     r"(/|\.|\?|$)", re.IGNORECASE)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+SNIFF_BYTES = 1024
 
 
 def reason_for_status(http_status: int) -> str | None:
@@ -52,11 +54,15 @@ def is_login_redirect(url: str, final_url: str) -> bool:
 
 
 def is_html(content_type: str, body: bytes) -> bool:
+    """HTML by its declared type; without one, by the markup near its start (which may come
+    after a byte-order mark, a comment or an XML prolog, and a long <head>)."""
     ctype = content_type.split(";")[0].strip().lower()
     if ctype:
         return ctype in HTML_TYPES
-    head = body[:512].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html")) or b"<body" in head
+    head = body[:SNIFF_BYTES].removeprefix(codecs.BOM_UTF8).lstrip().lower()
+    if head.startswith((b"{", b"[", b"%pdf")):
+        return False
+    return any(tag in head for tag in (b"<!doctype html", b"<html", b"<head", b"<body"))
 
 
 def reason_for_failure(failure: Failure) -> str:

@@ -105,7 +105,10 @@ def parse_since(text: str) -> datetime:
 
 
 def _column_list(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(",") if name.strip())
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("no column named")
+    return names
 
 
 def parse_statuses(values: Sequence[str]) -> tuple[str, ...]:

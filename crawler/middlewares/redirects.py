@@ -46,4 +46,9 @@ class CheapMetaRefreshMiddleware(MetaRefreshMiddleware):
                          spider: object = None) -> Request | Response:
         if b"refresh" not in response.body[:REFRESH_WINDOW_BYTES].lower():
             return response
-        return super().process_response(request, response)
+        try:
+            return super().process_response(request, response)
+        except (LookupError, UnicodeError):
+            # A charset Python cannot decode with (`charset=zlib`): no refresh is read, and
+            # extraction detects the page's real encoding.
+            return response

@@ -47,12 +47,9 @@ def declared_charset(data: bytes) -> str | None:
     if match is None:
         return None
     label = match.group(1).decode("ascii", "ignore").strip().lower()
-    name = _ALIASES.get(label, label)
-    try:
-        codecs.lookup(name)
-    except LookupError:
+    name = text_encoding(_ALIASES.get(label, label))
+    if name is None:
         logger.debug("unknown declared charset %r", label)
-        return None
     return name
 
 
@@ -86,10 +83,19 @@ def decode_html(data: bytes, declared: str | None = None) -> str:
         return data.decode(names[0] if names else detected, errors="replace")
 
 
-def _known(name: str) -> bool:
-    """Whether Python has a codec for this label."""
+def text_encoding(name: str | None) -> str | None:
+    """`name` when it is a text encoding Python has, else None: a header or page may name
+    an unknown charset, or a codec that is no text encoding (`base64`, `zlib`, `undefined`)."""
+    if not name:
+        return None
     try:
-        codecs.lookup(name)
+        info = codecs.lookup(name)
     except LookupError:
-        return False
-    return True
+        return None
+    usable = getattr(info, "_is_text_encoding", True) and info.name != "undefined"
+    return name if usable else None
+
+
+def _known(name: str) -> bool:
+    """Whether Python has a text codec for this label."""
+    return text_encoding(name) is not None

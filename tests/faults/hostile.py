@@ -52,6 +52,13 @@ def charset_pages() -> dict[str, tuple[str, bytes, str]]:
                                           .encode("shift_jis"), "古い橋の修復工事"),
         "/charset/wrong-header": ("text/html; charset=utf-8", ru.encode("cp1251"),
                                   "старый мост"),
+        # Codec names that are not text encodings: the charset is detected instead.
+        "/charset/base64-header": ("text/html; charset=base64", ru.encode("utf-8"),
+                                   "старый мост"),
+        "/charset/zlib-header-refresh": (
+            "text/html; charset=zlib",
+            ru.replace("<title>", "<meta name='keywords' content='refresh'><title>")
+            .encode("utf-8"), "старый мост"),
     }
 
 
@@ -160,6 +167,12 @@ class HostileServer:
             "/data.json": lambda path, hits: (200, {"Content-Type": "application/json"},
                                               b'{"title": "not a page"}'),
             "/untyped-pdf": lambda path, hits: (200, {}, b"%PDF-1.4\n" + b"0" * 5000),
+            # No Content-Type: sniffed as HTML past a byte-order mark, a comment or a prolog.
+            "/untyped/bom": lambda path, hits: (200, {}, b"\xef\xbb\xbf" + _long_head("Marked")),
+            "/untyped/comment": lambda path, hits: (
+                200, {}, b"<!-- generated -->\n" + _long_head("Commented")),
+            "/untyped/prolog": lambda path, hits: (
+                200, {}, b"<?xml version='1.0' encoding='utf-8'?>\n" + _long_head("Prolog")),
             "/big-declared": lambda path, hits: (200, {**html, "Content-Length": str(8 << 20)},
                                                  _forever(b"<p>" + b"x" * 8189 + b"</p>")),
             "/big-streamed": lambda path, hits: (200, html,
@@ -252,6 +265,12 @@ def _malformed_html() -> bytes:
             + article_html("Broken").encode()[200:] + b"<table><tr><td><p></div></span>"
             b"</article></html></html><script>if (a < b && c > d) {</p>\x00\x01\xff<!-- never "
             b"closed")
+
+
+def _long_head(title: str) -> bytes:
+    """An article whose <head> is as long as real sites make it (its <body> starts late)."""
+    styles = "<style>" + "p { margin: 0 0 1em; } " * 100 + "</style>"
+    return article_html(title).replace("</head>", styles + "</head>").encode()
 
 
 def _mojibake() -> bytes:
