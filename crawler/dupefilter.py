@@ -13,6 +13,8 @@ from typing import Any, Self
 from scrapy import Request
 from scrapy_redis.dupefilter import RFPDupeFilter
 
+from crawler.fingerprint import fingerprint
+
 DEFAULT_TTL = 3600
 
 
@@ -24,6 +26,9 @@ class ExpiringDupeFilter(RFPDupeFilter):  # type: ignore[misc]
         instance: Self = super().from_crawler(crawler)
         instance.ttl = crawler.settings.getint("SLUICE_DUPEFILTER_TTL", DEFAULT_TTL)
         return instance
+
+    def request_fingerprint(self, request: Request) -> str:
+        return fingerprint(request).hex()  # the exact URL, as the local filter does
 
     def request_seen(self, request: Request) -> bool:
         key = f"{self.key}:{self.request_fingerprint(request)}"

@@ -61,6 +61,8 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
         "DOWNLOAD_DELAY": 0.0 if settings.redis_url else fetch.per_site_delay,
         "CONCURRENT_ITEMS": 4,
         "REDIRECT_MAX_TIMES": 10,
+        # One fingerprint per row key: see crawler/fingerprint.py.
+        "REQUEST_FINGERPRINTER_CLASS": "crawler.fingerprint.ExactURLFingerprinter",
         "COOKIES_ENABLED": False,
         # Every status reaches the spider, so each one becomes a row with its reason.
         "HTTPERROR_ALLOW_ALL": True,

@@ -21,6 +21,11 @@ pytestmark = pytest.mark.integration
 FAILED = "fetch_failed"
 EXPECTED: dict[str, tuple[str, str | None]] = {
     "/html/plain": ("success", None),
+    # Two rows each: Sluice's row keys tell these apart, so the duplicate filter must too.
+    "/html/a+b": ("success", None),
+    "/html/a%2Bb": ("success", None),
+    "/html/x:y": ("success", None),
+    "/html/x%3Ay": ("success", None),
     "/file.pdf": (FAILED, "not_html"),
     "/image.png": (FAILED, "not_html"),
     "/data.json": (FAILED, "not_html"),
