@@ -47,10 +47,10 @@ def declared_charset(data: bytes) -> str | None:
     if match is None:
         return None
     label = match.group(1).decode("ascii", "ignore").strip().lower()
-    name = text_encoding(_ALIASES.get(label, label))
-    if name is None:
+    usable = text_encoding(_ALIASES.get(label, label))
+    if usable is None:
         logger.debug("unknown declared charset %r", label)
-    return name
+    return usable
 
 
 def detected_charset(data: bytes) -> str:
