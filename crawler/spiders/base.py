@@ -43,8 +43,11 @@ class ArticleSpider(scrapy.Spider):
         """The request for an article: static first, unless the policy or the site's history
         says this site needs the browser."""
         state = getattr(self, "site_states", {}).get(host_of(url))
-        policy = (render_policy or (state.render_policy if state else None)
-                  or self.sluice_settings.browser.render)
+        configured = self.sluice_settings.browser.render
+        # `never` in the settings turns the browser off (it is not even started): it wins
+        # over what a site or a URL asks for, and the row says the page was fetched statically.
+        policy = "never" if configured == "never" else (
+            render_policy or (state.render_policy if state else None) or configured)
         mode = choose_fetch_mode(policy, state.render_mode if state else None,
                                  state.learned_at if state else None, datetime.now(UTC))
         if mode == "browser" and "sluice_render" not in meta:

@@ -28,10 +28,12 @@ def fault_env(database_url: str, redis_url: str | None = None, **extra: str) -> 
 
 
 def crawl_urls(urls: list[str], env: dict[str, str], tmp_path: Path,
-               timeout: float = CRAWL_TIMEOUT, log_level: str = "WARNING") -> dict[str, Any]:
-    """Fetch article URLs in one real crawl process; returns its Scrapy stats (and output)."""
+               timeout: float = CRAWL_TIMEOUT, log_level: str = "WARNING",
+               **options: str) -> dict[str, Any]:
+    """Fetch article URLs (each line with `options`, such as `render`) in one real crawl
+    process; returns its Scrapy stats (and output)."""
     urls_file = tmp_path / "urls.jsonl"
-    urls_file.write_text("\n".join(json.dumps({"url": url}) for url in urls))
+    urls_file.write_text("\n".join(json.dumps({"url": url, **options}) for url in urls))
     return _crawl(["--urls-file", str(urls_file), "--log-level", log_level], env, tmp_path,
                   timeout)
 

@@ -77,6 +77,18 @@ def test_every_hostile_response_is_one_explained_row(pg_url: str, tmp_path: Path
     assert hits["/rate-limited-once"] == 2
 
 
+def test_render_never_in_the_settings_wins_over_a_url_asking_for_the_browser(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with HostileServer() as server:
+        url = server.url("/html/asks-for-the-browser")
+        stats = crawl_urls([url], fault_env(pg_url), tmp_path, render="always")
+        row = all_rows(pg_url)[url]
+    assert stats["finish_reason"] == "finished"
+    assert status_of(row) == ("success", None)
+    assert not row.rendered  # fetched statically, and the row says so
+
+
 def test_charsets_decode_to_the_right_text(pg_url: str, tmp_path: Path) -> None:
     pages = charset_pages()
     with HostileServer() as server:
