@@ -7,6 +7,7 @@ distributed crawls leave classification to the Celery workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import logging
@@ -58,6 +59,8 @@ def _die_with_parent() -> None:
 
 
 PR_SET_PDEATHSIG = 1
+# Tries of one page in the pool: a page beside a dying worker is tried again in a fresh pool.
+EXTRACT_ATTEMPTS = 3
 
 
 class ExtractPipeline:
@@ -90,10 +93,7 @@ class ExtractPipeline:
         try:
             item.outcome = await self._run(item)
         except BrokenProcessPool:
-            # A worker died (out of memory, a crash in a C extension): the page still gets a
-            # row, and the next page gets a fresh pool.
-            logger.error("extraction worker died on %s; restarting the pool", item.page.url)
-            self.pool = self._new_pool()
+            # The page broke every pool it was tried in: it still gets a row.
             return self._failed(item, "extract_crashed")
         except Exception:
             # A process edge: whatever went wrong, the URL still ends with an explained row.
@@ -122,9 +122,28 @@ class ExtractPipeline:
                        log_level="DEBUG")
 
     async def _run(self, item: PageItem) -> Any:
-        assert self.pool is not None
-        future = self.pool.submit(process_page, item.page, self.gate, self.classify_inline)
-        return await asyncio.wrap_future(future)
+        """The page's outcome from the pool. A worker that dies (out of memory, a crash in a
+        C extension) breaks the pool for every page in it, not only its own: the first page
+        to see it starts a fresh pool, and each page is tried again there, up to
+        `EXTRACT_ATTEMPTS` times, so only a page that keeps killing workers fails."""
+        for _ in range(EXTRACT_ATTEMPTS - 1):
+            with contextlib.suppress(BrokenProcessPool):
+                return await self._submit(item)
+        return await self._submit(item)
+
+    async def _submit(self, item: PageItem) -> Any:
+        pool = self.pool
+        assert pool is not None
+        try:
+            future = pool.submit(process_page, item.page, self.gate, self.classify_inline)
+            return await asyncio.wrap_future(future)
+        except BrokenProcessPool:
+            if self.pool is pool:  # the first page to see this pool broken replaces it
+                logger.error("an extraction worker died (on %s or a page beside it); "
+                             "restarting the pool", item.page.url)
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.pool = self._new_pool()
+            raise
 
     def _failed(self, item: PageItem, reason: str) -> FailureItem:
         self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")
