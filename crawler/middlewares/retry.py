@@ -1,6 +1,13 @@
 """Retries with back-off: transient failures (timeouts, 5xx, 429) are tried again after a wait
 that doubles each time, or after the server's own `Retry-After` (capped), then given up, and the
-spider records `fetch_failed` with the reason."""
+spider records `fetch_failed` with the reason.
+
+The wait does not hold a download slot: the failed attempt ends at once (with `RetryLater`,
+which the spider's errbacks pass over), and the retry is handed to the engine when its wait is
+over. A site that answers 429 with a long Retry-After so delays only its own pages. While
+retries wait, the crawl is kept open. (robots.txt, which Scrapy fetches outside the scheduler
+for a caller that awaits it, still waits in place.)
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,14 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Self
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.misc import load_object
+from twisted.python.failure import Failure
 
 from crawler.middlewares.render import without_browser_options
 from sluice.config import Settings, get_settings
@@ -37,6 +47,14 @@ def retry_after_seconds(value: bytes | None, now: float | None = None) -> float 
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+class RetryLater(IgnoreRequest):
+    """This attempt is over and the request will be tried again: nothing to record yet."""
+
+
+def is_retry_later(failure: Failure) -> bool:
+    return isinstance(failure.value, RetryLater)
+
+
 class BackoffRetryMiddleware:
     def __init__(self, crawler: Crawler, settings: Settings) -> None:
         self.crawler = crawler
@@ -44,6 +62,8 @@ class BackoffRetryMiddleware:
         self.base_delay = crawler.settings.getfloat("SLUICE_RETRY_BASE_DELAY", BASE_DELAY)
         self.exceptions = tuple(load_object(name) if isinstance(name, str) else name
                                 for name in crawler.settings.getlist("RETRY_EXCEPTIONS"))
+        self.waiting = 0  # retries whose wait is not over
+        crawler.signals.connect(self._keep_open, signal=signals.spider_idle)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -55,8 +75,7 @@ class BackoffRetryMiddleware:
         retry = self._retry(request, f"http_{response.status}")
         if retry is None:
             return response
-        await asyncio.sleep(self._delay(request, response))
-        return retry
+        return await self._wait_or_send_later(retry, self._delay(request, response))
 
     async def process_exception(self, request: Request, exception: BaseException
                                 ) -> Request | None:
@@ -65,8 +84,27 @@ class BackoffRetryMiddleware:
         retry = self._retry(request, type(exception).__name__)
         if retry is None:
             return None
-        await asyncio.sleep(self._delay(request, None))
-        return retry
+        return await self._wait_or_send_later(retry, self._delay(request, None))
+
+    async def _wait_or_send_later(self, retry: Request, delay: float) -> Request:
+        """Hand `retry` to the engine after `delay` seconds, and end this attempt now. A
+        request made outside the scheduler (robots.txt: its caller awaits this very download)
+        waits here instead, and is returned to be downloaded again."""
+        if retry.callback is NO_CALLBACK:
+            await asyncio.sleep(delay)
+            return retry
+        self.waiting += 1
+        asyncio.get_running_loop().call_later(delay, self._send, retry)
+        raise RetryLater(f"tried again in {delay:.1f} s")
+
+    def _send(self, retry: Request) -> None:
+        self.waiting -= 1
+        if self.crawler.engine is not None and self.crawler.engine.running:
+            self.crawler.engine.crawl(retry)
+
+    def _keep_open(self) -> None:
+        if self.waiting:
+            raise DontCloseSpider
 
     def _retry(self, request: Request, reason: str) -> Request | None:
         assert self.crawler.spider is not None

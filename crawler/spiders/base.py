@@ -13,6 +13,7 @@ from w3lib.encoding import http_content_type_encoding
 
 from crawler.failures import is_html, is_login_redirect, reason_for_failure, reason_for_status
 from crawler.items import FailureItem, PageItem
+from crawler.middlewares.retry import is_retry_later
 from sluice.config import Settings, get_settings
 from sluice.db import make_engine
 from sluice.db.sites import SiteRenderState, load_render_states
@@ -76,6 +77,8 @@ class ArticleSpider(scrapy.Spider):
             source=source), render_policy=response.meta.get("sluice_render_policy"))
 
     def article_failed(self, failure: Failure) -> Iterator[FailureItem]:
+        if is_retry_later(failure):
+            return  # this attempt failed, the retry is on its way: its outcome is recorded
         request = failure.request  # type: ignore[attr-defined]
         reason = reason_for_failure(failure)
         self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")

@@ -22,6 +22,7 @@ from twisted.python.failure import Failure
 
 from crawler.failures import reason_for_failure, reason_for_status
 from crawler.items import DiscoveredItem, FeedResultItem
+from crawler.middlewares.retry import is_retry_later
 from crawler.source_state import PRIORITY, SourceStatePipeline
 from crawler.spiders.base import ArticleSpider
 from sluice.db import make_engine
@@ -200,6 +201,8 @@ class FeedsSpider(ArticleSpider):
             yield FeedResultItem(root, reason)
 
     def feed_failed(self, failure: Failure) -> Iterator[FeedResultItem]:
+        if is_retry_later(failure):
+            return  # the retry's outcome is recorded
         request = failure.request  # type: ignore[attr-defined]
         yield from self._source_failed(request.meta["sluice_feed"], request.url,
                                        request.meta.get("sluice_depth", 0),

@@ -195,6 +195,7 @@ class HostileServer:
                 b"</head><body>Moved.</body></html>")),
             "/server-error": lambda path, hits: (500, html, b"<html><body>boom</body></html>"),
             "/rate-limited": lambda path, hits: (429, {**html, "Retry-After": "1"}, b"slow down"),
+            "/throttled/": lambda path, hits: (429, {**html, "Retry-After": "8"}, b"slow down"),
             "/rate-limited-once": lambda path, hits: (
                 (429, {**html, "Retry-After": "1"}, b"slow down") if hits == 1
                 else (200, html, article_html("Patience").encode())),

@@ -134,6 +134,36 @@ def test_robots_crawl_delay_is_kept_up_to_its_cap(pg_url: str, tmp_path: Path) -
         stats["_stderr"]
 
 
+def test_a_throttling_site_delays_only_its_own_pages(pg_url: str, tmp_path: Path) -> None:
+    """Pages of a site that answers 429 with an 8-second Retry-After wait their 8 s without
+    holding download slots: another site's pages are fetched meanwhile, not after."""
+    with HostileServer() as server:
+        throttled = [server.url(f"/throttled/{number}") for number in range(12)]
+        other = [server.url(f"/html/meanwhile-{number}").replace("127.0.0.1", "localhost")
+                 for number in range(12)]
+        mixed = [url for pair in zip(throttled, other, strict=True) for url in pair]
+        stats = crawl_urls(mixed, fault_env(pg_url, SLUICE_FETCH__CONCURRENCY="4"), tmp_path)
+        rows = all_rows(pg_url)
+        requests = list(server.requests)
+    assert stats["finish_reason"] == "finished"
+    assert [status_of(rows[url]) for url in other] == [("success", None)] * 12
+    assert [status_of(rows[url]) for url in throttled] == [(FAILED, "http_429")] * 12
+    first_try: dict[str, float] = {}
+    retried = []
+    for at, path in requests:
+        if path.startswith("/throttled/"):
+            if path in first_try:
+                retried.append(at - first_try[path])
+            else:
+                first_try[path] = at
+    assert len(retried) == 12 and min(retried) >= 7.5  # Retry-After obeyed, once each
+    started = min(first_try.values())
+    meanwhile = [at for at, path in requests if path.startswith("/html/meanwhile-")]
+    # Every other page was fetched while the throttled ones waited (without the fix, four
+    # waiting retries held all four download slots, and the rest came 8 s at a time).
+    assert max(meanwhile) - started < 6, sorted(at - started for at in meanwhile)
+
+
 def test_a_site_that_stopped_answering_is_paused_not_waited_on(pg_url: str,
                                                                 tmp_path: Path) -> None:
     """After a few attempts in a row get no answer, the site's other URLs are recorded at once
