@@ -20,6 +20,8 @@ ITEM_PIPELINES = {
 SSRF_MIDDLEWARE = {"crawler.middlewares.ssrf.SSRFGuardMiddleware": 50}
 RENDER_MIDDLEWARE = {"crawler.middlewares.render.RenderMiddleware": 60}
 REDIRECT_HOPS_MIDDLEWARE = {"crawler.middlewares.redirects.RedirectHopsMiddleware": 590}
+REDIRECT_MIDDLEWARE = {"scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+                       "crawler.middlewares.redirects.CheckedRedirectMiddleware": 600}
 META_REFRESH_MIDDLEWARE = {"scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
                            "crawler.middlewares.redirects.CheapMetaRefreshMiddleware": 580}
 RETRY_MIDDLEWARE = {"scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
@@ -45,7 +47,7 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
                                    **({} if settings.browser.render == "never"
                                       else RENDER_MIDDLEWARE),
                                    **RETRY_MIDDLEWARE, **UNREACHABLE_MIDDLEWARE,
-                                   **REDIRECT_HOPS_MIDDLEWARE,
+                                   **REDIRECT_HOPS_MIDDLEWARE, **REDIRECT_MIDDLEWARE,
                                    **META_REFRESH_MIDDLEWARE,
                                    **(POLITENESS_MIDDLEWARE if settings.redis_url else {})},
         "USER_AGENT": fetch.user_agent,

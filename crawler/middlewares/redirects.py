@@ -14,7 +14,8 @@ from typing import Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware, RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
 
@@ -28,6 +29,24 @@ class RedirectHopsMiddleware:
         if "sluice_url" in request.meta or "sluice_feed" in request.meta:
             request.dont_filter = True
         return None
+
+
+class BadRedirect(IgnoreRequest):
+    """A redirect to what cannot be fetched: `mailto:`, `javascript:`, a malformed URL."""
+
+    reason = "bad_redirect"
+
+
+class CheckedRedirectMiddleware(RedirectMiddleware):
+    """Scrapy's HTTP redirects; one whose Location cannot be a request (Scrapy raises a bare
+    ValueError building it) ends the URL as `fetch_failed`/`bad_redirect`."""
+
+    def process_response(self, request: Request, response: Response,
+                         spider: object = None) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except ValueError as exc:
+            raise BadRedirect(f"redirect that cannot be followed: {exc}") from None
 
 
 # Scrapy looks for the refresh tag in the first 4,096 characters: at most 16 KB of UTF-8.

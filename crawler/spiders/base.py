@@ -82,7 +82,8 @@ class ArticleSpider(scrapy.Spider):
         request = failure.request  # type: ignore[attr-defined]
         reason = reason_for_failure(failure)
         self.crawler.stats.inc_value(f"sluice/status/fetch_failed/{reason}")
-        self.logger.debug("fetch failed %s: %s", request.url, reason)
+        self.logger.debug("fetch failed %s: %s (%s: %s)", request.url, reason,
+                          failure.type.__name__, failure.getErrorMessage())
         yield FailureItem(request.meta.get("sluice_url", request.url), reason,
                           request.meta.get("sluice_source"),
                           rendered=bool(request.meta.get("sluice_render")))

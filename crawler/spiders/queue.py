@@ -91,6 +91,7 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         if self.lease_loop is not None and self.lease_loop.running:
             self.lease_loop.stop()
         self._renew_now()
+        super().closed(reason)  # FeedsSpider's: its discovery database engine
 
     def _renew_now(self) -> None:
         with self.popped_lock:

@@ -203,6 +203,9 @@ class HostileServer:
                                              charsets[path][1]),
             "/to-metadata": lambda path, hits: (
                 302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b""),
+            "/to-mailto": lambda path, hits: (302, {"Location": "mailto:news@example.org"}, b""),
+            "/to-javascript": lambda path, hits: (302, {"Location": "javascript:alert(1)"}, b""),
+            "/to-malformed": lambda path, hits: (302, {"Location": "http://[bad/x"}, b""),
             "/to-loopback": lambda path, hits: (302, {"Location": self.url("/html/inner")}, b""),
             "/feeds/xxe.xml": lambda path, hits: (
                 200, {"Content-Type": "application/rss+xml"},
