@@ -75,13 +75,17 @@ def read_url_list(lines: Iterable[str | bytes]) -> URLList:
 def iter_lines(path: str) -> Iterator[bytes]:
     """The raw lines of a file, or of standard input for `-`."""
     if path == "-":
-        for line in sys.stdin.buffer:
-            yield from line.splitlines() or [line]
+        yield from _split(sys.stdin.buffer)
         return
     with open(path, "rb") as handle:
-        for line in handle:
-            # A file saved with CR-only line endings is one "line" to `open`: split it too.
-            yield from line.splitlines() or [line]
+        yield from _split(handle)
+
+
+def _split(raw_lines: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines ended by LF, CRLF or a lone CR (a file with CR-only endings is one "line" to a
+    file object)."""
+    for line in raw_lines:
+        yield from line.splitlines()
 
 
 def _decode(raw: str | bytes) -> str:
