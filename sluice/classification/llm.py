@@ -17,7 +17,6 @@ import logging
 import re
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +30,10 @@ logger = logging.getLogger(__name__)
 PROMPT_VERSION = "1"
 MAX_TEXT_CHARS = 3000
 MAX_REASON_CHARS = 240
+MAX_REPLY_BYTES = 1_000_000
 CACHE_SIZE = 10_000
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 SYSTEM_PROMPT = """You classify web pages for a reading corpus.
 Page types: article (news, blog post, essay, review, guide), documentation (API docs, manuals,
@@ -104,7 +105,7 @@ def parse_answer(content: str, secret: str | None = None) -> LLMAnswer | None:
         content = fenced.group(1)
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     if not isinstance(data, dict):
         return None
@@ -113,7 +114,10 @@ def parse_answer(content: str, secret: str | None = None) -> LLMAnswer | None:
         return None
     if not isinstance(reason, str) or not reason.strip():
         return None
-    reason = " ".join(reason.split())[:MAX_REASON_CHARS]
+    # One line of printable text: no control characters (Postgres refuses a NUL in text).
+    reason = " ".join(_CONTROL.sub(" ", reason).split())[:MAX_REASON_CHARS]
+    if not reason:
+        return None
     if secret and secret in reason:
         return None
     return LLMAnswer(suitable, str(page_type), reason)
@@ -124,9 +128,23 @@ def reply_content(body: bytes) -> str | None:
     try:
         data: Any = json.loads(body)
         content = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return None
     return content if isinstance(content, str) else None
+
+
+def _read_within(response: Any, deadline: float, limit: int = MAX_REPLY_BYTES) -> bytes:
+    """The body, read in pieces so that a reply trickling in (each read within the socket
+    timeout) still ends at the deadline: `TimeoutError` then."""
+    body = bytearray()
+    while len(body) < limit:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the reply took longer than the timeout")
+        piece = response.read1(min(65536, limit - len(body)))
+        if not piece:
+            break
+        body += piece
+    return bytes(body)
 
 
 class LLMClassifier:
@@ -198,13 +216,17 @@ class LLMClassifier:
         )
 
     def _post(self, messages: list[dict[str, str]]) -> str | None:
+        """The reply's content, or None (and the tier paused) on any failure: refused, an
+        HTTP error, a reply that is not HTTP, or one slower than the timeout in all."""
+        timeout = self._settings.timeout
         try:
             with urllib.request.urlopen(  # noqa: S310 - the URL is the operator's setting
-                self._request(messages), timeout=self._settings.timeout
+                self._request(messages), timeout=timeout
             ) as response:
-                return reply_content(response.read(1_000_000))
-        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
-            # Only the error's type and status: the request (with its key) is never logged.
+                return reply_content(_read_within(response, time.monotonic() + timeout))
+        except Exception as error:
+            # The tier is optional: whatever fails, the model's verdict stands. Only the
+            # error's type and status are logged: the request (with its key) never is.
             status = getattr(error, "code", "")
             pause = self._settings.failure_pause
             logger.warning("LLM request failed: %s %s; pausing the LLM tier for %.0f s",

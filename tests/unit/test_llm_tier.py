@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -47,6 +48,20 @@ class ChatHandler(BaseHTTPRequestHandler):
         mode = self.server.mode
         if mode == "timeout":
             time.sleep(1.5)
+        if mode == "not_http":
+            self.wfile.write(b"HELLO I AM NOT HTTP\r\n\r\n")
+            return
+        if mode == "trickle":  # each byte well within the socket timeout, the whole far beyond
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for _ in range(15):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+                self.wfile.write(json.dumps(_completion(_content("good"))).encode())
+            return
         if mode == "error":
             self._send(500, b'{"error": "boom"}')
             return
@@ -75,6 +90,9 @@ def _content(mode: str) -> str:
             {"isSuitable": False, "pageType": "other", "reason": f"key {API_KEY}"}
         ),
         "timeout": json.dumps({"isSuitable": True, "pageType": "article", "reason": "Late."}),
+        "nested": "[" * 100_000,
+        "control_chars": json.dumps(
+            {"isSuitable": True, "pageType": "article", "reason": "A news\x00 story.\x1b"}),
     }
     return answers[mode]
 
@@ -139,7 +157,8 @@ def test_fenced_json_is_accepted(server: ChatServer) -> None:
 
 
 @pytest.mark.parametrize(
-    "mode", ["malformed", "unknown_type", "wrong_types", "prose", "leaks_key", "error", "timeout"]
+    "mode", ["malformed", "unknown_type", "wrong_types", "prose", "leaks_key", "error", "timeout",
+             "not_http", "nested", "trickle"]
 )
 def test_bad_answers_fall_back_to_the_model(server: ChatServer, mode: str) -> None:
     assert _ask(server, mode) is None
@@ -147,6 +166,24 @@ def test_bad_answers_fall_back_to_the_model(server: ChatServer, mode: str) -> No
     verdict = classify_page("<html></html>", "https://example.org/x", PAGE, llm=_settings(server))
     _assert_sane(verdict)
     assert verdict.classified_by != "llm"
+
+
+def test_a_trickling_reply_is_given_up_at_the_timeout_and_pauses_the_tier(
+    server: ChatServer,
+) -> None:
+    server.mode = "trickle"
+    client = LLMClassifier(_settings(server, failure_pause=60.0))
+    started = time.monotonic()
+    assert client.classify(PAGE, "https://example.org/slow", DEFAULT_POLICY) is None
+    assert time.monotonic() - started < 0.5 + 0.5  # the 0.5 s timeout, not the 3 s trickle
+    requests = len(server.requests)
+    assert client.classify(PAGE, "https://example.org/slow-2", DEFAULT_POLICY) is None
+    assert len(server.requests) == requests  # paused: not asked again
+
+
+def test_a_reason_is_one_line_of_printable_text(server: ChatServer) -> None:
+    answer = _ask(server, "control_chars")
+    assert answer is not None and answer.reason == "A news story."
 
 
 def test_api_key_is_never_logged(server: ChatServer, caplog: pytest.LogCaptureFixture) -> None:
