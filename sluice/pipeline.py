@@ -79,6 +79,7 @@ def outcome_row(page: FetchedPage, outcome: PageOutcome, lease_until: datetime |
         "structure": {name: getattr(extraction, name) for name in STRUCTURE_FIELDS},
         "source": page.source, "discovered_at": now, "fetched_at": page.fetched_at or now,
         "updated_at": now, "lease_until": lease_until if gate.status is Status.PENDING else None,
+        "attempts": 0,  # a fresh fetch: its classification has not been handed out yet
         "page_type": None, "suitable": None, "suitability_reason": None,
         "suitability_score": None, "classified_by": None,
     }

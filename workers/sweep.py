@@ -1,6 +1,7 @@
 """The sweep: find work that a dead crawler or worker left in flight, and hand it out again.
 
-- `pending` rows past their lease: their classification task was lost; enqueue it again.
+- `pending` rows past their lease: their classification task was lost; enqueue it again,
+  up to `MAX_CLASSIFY_ATTEMPTS` times, then record `fetch_failed`/`classify_failed`.
 - `queued` rows past their lease: a crawler popped them and died; push them to the frontier.
 - `queued` rows waiting with no lease while the frontier is empty: their entries were lost
   (a Redis restarted without persistence); push them again.
@@ -22,6 +23,9 @@ from sluice.records import Status
 logger = logging.getLogger(__name__)
 
 ORPHAN_GRACE = timedelta(seconds=60)
+# Hand-outs of one page's classification before it is given up: a page whose task fails on
+# every worker must end with a row that says so, not be handed out forever.
+MAX_CLASSIFY_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +33,12 @@ class SweepResult:
     pending: list[str]
     requeued: int
     orphans: int
+    given_up: int = 0
 
 
 def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> SweepResult:
     with engine.begin() as conn:
+        given_up = store.give_up_classifying(conn, MAX_CLASSIFY_ATTEMPTS)
         stale = store.stale_in_flight(conn, limit=5000)
         pending = [url for url, status in stale if status is Status.PENDING]
         queued = [url for url, status in stale if status is Status.QUEUED]
@@ -40,8 +46,11 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
             store.renew_lease(conn, pending, lease_seconds)
         if queued and redis_url:
             store.requeue(conn, queued, lease_seconds=None)
+    if given_up:
+        logger.warning("sweep: %d pages failed classification %d times: recorded as "
+                       "classify_failed", given_up, MAX_CLASSIFY_ATTEMPTS)
     if not redis_url:
-        return SweepResult(pending, 0, 0)
+        return SweepResult(pending, 0, 0, given_up)
     client = frontier.connect(redis_url)
     try:
         # As retries: the shared duplicate filter has seen these URLs when they were first
@@ -54,7 +63,7 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
     if queued or orphans:
         logger.info("sweep: %d stale queued rows and %d orphans pushed again", len(queued),
                     orphans)
-    return SweepResult(pending, requeued, orphans)
+    return SweepResult(pending, requeued, orphans, given_up)
 
 
 def _push_orphans(engine: sa.Engine, client: frontier.redis.Redis) -> int:

@@ -81,4 +81,4 @@ def sweep_stale() -> dict[str, int]:
     for start in range(0, len(result.pending), 10):
         classify_batch.delay(result.pending[start:start + 10])
     return {"pending": len(result.pending), "requeued": result.requeued,
-            "orphans": result.orphans}
+            "orphans": result.orphans, "given_up": result.given_up}

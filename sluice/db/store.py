@@ -169,6 +169,19 @@ def stale_in_flight(conn: sa.Connection, limit: int = 1000) -> list[tuple[str, S
     return [(url, Status(status)) for url, status in conn.execute(query)]
 
 
+def give_up_classifying(conn: sa.Connection, max_attempts: int) -> int:
+    """Settle `pending` rows whose classification was handed out `max_attempts` times and
+    lost each time (a page that fails every worker): `fetch_failed`/`classify_failed`, which
+    `sluice retry --reason classify_failed` queues again. Returns how many."""
+    result = conn.execute(
+        articles.update()
+        .where(articles.c.status == Status.PENDING, articles.c.lease_until < utcnow(),
+               articles.c.attempts >= max_attempts)
+        .values(status=Status.FETCH_FAILED, reason="classify_failed", lease_until=None,
+                updated_at=utcnow()))
+    return int(result.rowcount or 0)
+
+
 def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
     conn.execute(articles.update().where(articles.c.url.in_(urls))
                  .values(lease_until=utcnow() + timedelta(seconds=lease_seconds),
