@@ -45,8 +45,9 @@ class SourceState:
 
 
 def add_feeds(conn: sa.Connection, urls: Sequence[str], interval_seconds: int) -> int:
-    """Schedule sources, due at once; a source already scheduled gets the new interval.
-    Returns how many were new."""
+    """Schedule sources, due at once; a source already scheduled gets the new interval and
+    keeps its due time. A source known only from a one-off crawl (no due time) becomes due
+    at once. Returns how many were new."""
     if not urls:
         return 0
     now = utcnow()
@@ -54,6 +55,9 @@ def add_feeds(conn: sa.Connection, urls: Sequence[str], interval_seconds: int) -
     rows = [{"url": url, "interval_seconds": interval_seconds, "next_due_at": now,
              "created_at": now} for url in dict.fromkeys(urls)]
     upsert(conn, feeds, rows, keep=("next_due_at", "created_at"))
+    conn.execute(feeds.update()
+                 .where(feeds.c.url.in_(list(dict.fromkeys(urls))), feeds.c.next_due_at.is_(None))
+                 .values(next_due_at=now))
     return len(set(urls) - known)
 
 

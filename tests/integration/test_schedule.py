@@ -106,6 +106,21 @@ def test_embedded_schedule_crawls_due_feeds_and_backs_off_failures(
         assert "0 due sources crawled" in run_sluice("schedule", "--once", env=env).stdout
 
 
+def test_a_source_crawled_once_is_scheduled_when_added(sqlite_url: str, tmp_path: Path) -> None:
+    """`sluice crawl` remembers a source without a due time; `feeds add` must still make it
+    due, not say "updated" and leave it unscheduled."""
+    root = write_site(tmp_path / "site", {"a.html": article_html("Once, then scheduled")})
+    with SiteServer(root, routes={}) as site:
+        (root / "feed.xml").write_text(rss([site.url("/a.html")]))
+        env = sluice_env(sqlite_url, SLUICE_BROWSER__RENDER="never")
+        assert run_sluice("crawl", site.url("/feed.xml"), env=env).returncode == 0
+        added = run_sluice("feeds", "add", site.url("/feed.xml"), "--every", "10m", env=env)
+        assert added.returncode == 0, added.stderr
+        assert feed_rows(sqlite_url)[site.url("/feed.xml")].next_due_at is not None
+        result = run_sluice("schedule", "--once", env=env)
+    assert "1 due sources crawled" in result.stdout, result.stdout + result.stderr
+
+
 def beat(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
     with (tmp_path / "beat.log").open("wb") as log:
         return subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers.app", "beat",
