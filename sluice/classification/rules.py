@@ -29,10 +29,13 @@ _PASSWORD_INPUT = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.I)
 _ERROR_TITLE = re.compile(
     r"\b(404|410|500|503)\b.{0,40}\b(not found|error|gone|unavailable)\b"
     r"|\b(page|file|article|content)\s+(was\s+)?not\s+found\b|\bpage (does not|doesn't) exist"
-    r"|^\s*(error|not found)\s*$|페이지를\s*찾을\s*수\s*없|존재하지\s*않는\s*페이지"
-    r"|(?<!\d)404(?!\d)",
+    r"|^\s*(error|not found)\s*$|페이지를\s*찾을\s*수\s*없|존재하지\s*않는\s*페이지",
     re.I,
 )
+# A bare "404" is an error title only in a short title or on a page with little text: a
+# story titled "Highway 404 reopens after overnight crash" is news.
+_BARE_404 = re.compile(r"(?<!\d)404(?!\d)")
+_SHORT_TITLE_WORDS = 4
 _ERROR_TEXT = re.compile(
     r"\b(page|url|file)[^.]{0,40}(could not be found|cannot be found|was not found|"
     r"doesn't exist|does not exist|no longer exists?)\b|\b404\b|페이지를\s*찾을\s*수\s*없|"
@@ -102,7 +105,9 @@ def _mojibake(page: RulePage) -> RuleHit | None:
 def _error(page: RulePage) -> RuleHit | None:
     if page.words > 250:
         return None
-    if _ERROR_TITLE.search(page.title) or (
+    bare_404 = _BARE_404.search(page.title) and (
+        page.words < 120 or len(page.title.split()) <= _SHORT_TITLE_WORDS)
+    if _ERROR_TITLE.search(page.title) or bare_404 or (
         page.words < 120 and _ERROR_TEXT.search(page.extraction.text[:1000])
     ):
         return RuleHit("error", "error_page", "The page says it could not be found or failed.")

@@ -98,6 +98,21 @@ def test_certain_pages_are_decided_by_rules(name: str) -> None:
     assert _classify_fixture(name).classified_by == "rules"
 
 
+@pytest.mark.parametrize(("title", "error"), [
+    ("Highway 404 reopens after overnight crash", False),
+    ("Route 404 bus cuts: what riders need to know", False),
+    ("404", True),
+    ("Oops! 404", True),
+])
+def test_404_in_a_title_marks_an_error_page_only_in_a_short_title(title: str,
+                                                                  error: bool) -> None:
+    text = " ".join(["The highway reopened on Tuesday morning after crews cleared the wreck,"
+                     " and traffic returned to normal by noon, officials said."] * 10)
+    html = f"<html><head><title>{title}</title></head><body><p>{text}</p></body></html>"
+    verdict = classify_page(html, None, Extraction(text=text, title=title), llm=NO_LLM)
+    assert (verdict.page_type == "error") == error, verdict
+
+
 def test_near_empty_text_is_unsuitable() -> None:
     verdict = classify_page("<html></html>", None, Extraction(text="Home About Contact"))
     assert (verdict.suitable, verdict.classified_by) == (False, "rules")
