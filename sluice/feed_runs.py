@@ -33,14 +33,19 @@ def push_due_feeds(settings: Settings) -> int:
     """Push the due sources to the shared frontier (needs Redis). Returns how many."""
     if not settings.redis_url:
         raise ValueError("pushing to the frontier needs SLUICE_REDIS_URL")
-    due = claim_due(settings)
-    if due:
-        client = frontier.connect(settings.redis_url)
-        try:
+    # The claim commits only once the push is done: with Redis down, the sources stay due
+    # for the next tick instead of being skipped for a whole interval.
+    engine = make_engine(settings.database_url)
+    client = frontier.connect(settings.redis_url)
+    try:
+        with engine.begin() as conn:
+            due = claim_due_feeds(conn, limit=1000)
             entries = [frontier.FrontierEntry(url=url, kind="feed", source=url) for url in due]
             frontier.push(client, entries, frontier.PRIORITY_FEED)
-        finally:
-            client.close()
+    finally:
+        client.close()
+        engine.dispose()
+    if due:
         logger.info("%d due sources pushed to the frontier", len(due))
     return len(due)
 

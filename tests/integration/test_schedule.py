@@ -10,10 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 import sqlalchemy as sa
 
+from sluice.config import Settings
 from sluice.db import articles, feeds, make_engine
+from sluice.db.feeds import add_feeds, claim_due_feeds
 from sluice.demo.server import SiteServer
+from sluice.feed_runs import push_due_feeds
 from tests.conftest import (
     PROJECT_ROOT,
     REDIS_TEST_URL,
@@ -119,6 +123,20 @@ def test_a_source_crawled_once_is_scheduled_when_added(sqlite_url: str, tmp_path
         assert feed_rows(sqlite_url)[site.url("/feed.xml")].next_due_at is not None
         result = run_sluice("schedule", "--once", env=env)
     assert "1 due sources crawled" in result.stdout, result.stdout + result.stderr
+
+
+def test_due_sources_stay_due_when_the_frontier_is_down(sqlite_url: str) -> None:
+    """The scheduler's tick claims the due sources and pushes them to Redis; with Redis down,
+    the claim is undone, so they are pushed at the next tick, not an interval later."""
+    engine = make_engine(sqlite_url)
+    with engine.begin() as conn:
+        add_feeds(conn, ["https://news.example/feed.xml"], 3600)
+    down = Settings(database_url=sqlite_url, redis_url="redis://127.0.0.1:9/0")
+    with pytest.raises(redis.ConnectionError):
+        push_due_feeds(down)
+    with engine.begin() as conn:
+        assert claim_due_feeds(conn) == ["https://news.example/feed.xml"]
+    engine.dispose()
 
 
 def beat(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[bytes]:
