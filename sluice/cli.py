@@ -114,18 +114,16 @@ def read_sources(sources: Sequence[str]) -> URLList:
     problems: list[InputProblem] = []
     seen: set[str] = set()
     for position, source in enumerate(sources, start=1):
-        if _is_file_name(source):
-            listed, name = read_url_list(iter_lines(source)), "stdin" if source == "-" else source
-        else:
-            listed, name = read_url_list([source]), "argument"
-            listed = URLList(
-                tuple(replace(item, line=position) for item in listed.urls),
-                tuple(replace(problem, line=position) for problem in listed.problems))
-        problems.extend(replace(problem, source=name) for problem in listed.problems)
+        from_file = _is_file_name(source)
+        listed = read_url_list(iter_lines(source) if from_file else [source])
+        name = ("stdin" if source == "-" else source) if from_file else "argument"
+        for problem in listed.problems:
+            problems.append(replace(problem, source=name,
+                                    line=problem.line if from_file else position))
         for item in listed.urls:
             if item.url in seen:
-                problems.append(InputProblem(item.line, item.url, "duplicate", "duplicate URL",
-                                             name))
+                problems.append(InputProblem(item.line if from_file else position, item.url,
+                                             "duplicate", "duplicate URL", name))
             else:
                 seen.add(item.url)
                 urls.append(item)

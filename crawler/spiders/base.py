@@ -17,7 +17,6 @@ from crawler.middlewares.retry import is_retry_later
 from sluice.config import Settings, get_settings
 from sluice.db import make_engine
 from sluice.db.sites import SiteRenderState, load_render_states
-from sluice.extraction.decoding import text_encoding
 from sluice.records import FetchedPage
 from sluice.render_policy import choose_fetch_mode
 from sluice.urls import host_of
@@ -102,9 +101,9 @@ class ArticleSpider(scrapy.Spider):
 
 
 def _header_charset(response: Response) -> str | None:
-    """The charset the Content-Type header names (as browsers map it), or None when it names
-    none, or a codec that is not a text encoding (`charset=base64`): then it is detected."""
-    return text_encoding(http_content_type_encoding(_content_type(response)))
+    """The charset the Content-Type header names (as browsers map it), or None. Decoding
+    checks it is a usable text encoding (`charset=base64` is not) before trusting it."""
+    return http_content_type_encoding(_content_type(response))
 
 
 def _content_type(response: Response) -> str:

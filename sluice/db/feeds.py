@@ -51,14 +51,15 @@ def add_feeds(conn: sa.Connection, urls: Sequence[str], interval_seconds: int) -
     if not urls:
         return 0
     now = utcnow()
-    known = set(conn.scalars(sa.select(feeds.c.url).where(feeds.c.url.in_(urls))))
+    unique = list(dict.fromkeys(urls))
+    known = set(conn.scalars(sa.select(feeds.c.url).where(feeds.c.url.in_(unique))))
     rows = [{"url": url, "interval_seconds": interval_seconds, "next_due_at": now,
-             "created_at": now} for url in dict.fromkeys(urls)]
+             "created_at": now} for url in unique]
     upsert(conn, feeds, rows, keep=("next_due_at", "created_at"))
     conn.execute(feeds.update()
-                 .where(feeds.c.url.in_(list(dict.fromkeys(urls))), feeds.c.next_due_at.is_(None))
+                 .where(feeds.c.url.in_(unique), feeds.c.next_due_at.is_(None))
                  .values(next_due_at=now))
-    return len(set(urls) - known)
+    return len(set(unique) - known)
 
 
 def remove_feed(conn: sa.Connection, url: str) -> bool:

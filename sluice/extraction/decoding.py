@@ -70,7 +70,7 @@ def decode_html(data: bytes, declared: str | None = None) -> str:
     detection; the last resort replaces undecodable bytes rather than raising.
     """
     explicit = _ALIASES.get(declared.lower(), declared) if declared else None
-    names = [n for n in (explicit, declared_charset(data)) if n and _known(n)]
+    names = [n for n in (text_encoding(explicit), declared_charset(data)) if n]
     for name in names:
         try:
             return data.decode(name)
@@ -95,7 +95,3 @@ def text_encoding(name: str | None) -> str | None:
     usable = getattr(info, "_is_text_encoding", True) and info.name != "undefined"
     return name if usable else None
 
-
-def _known(name: str) -> bool:
-    """Whether Python has a text codec for this label."""
-    return text_encoding(name) is not None
