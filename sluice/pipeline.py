@@ -127,6 +127,8 @@ def classify_stored(engine: sa.Engine, urls: Sequence[str], gate: GateOptions
     """Classify stored `pending` rows and settle them: one read, one model call and one
     transaction for the whole batch. Returns the new status of each row this call settled;
     rows no longer pending (already classified: a redelivered task) are left alone."""
+    with engine.begin() as conn:
+        store.start_classifying(conn, urls)  # committed first: it counts even if this crashes
     with engine.connect() as conn:
         rows = conn.execute(sa.select(*CLASSIFY_COLUMNS).where(
             articles.c.url.in_(urls), articles.c.status == Status.PENDING)).all()

@@ -101,7 +101,8 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "suitable": "The classifier's verdict.",
         "suitability_reason": "The verdict's reason, in a sentence.",
         "suitability_score": "The classifier's confidence, 0-1.",
-        "attempts": "Fetch attempts so far.",
+        "attempts": "Hand-outs in flight: fetches while `queued`, classifications started "
+                    "while `pending`.",
         "discovered_at": "First seen (kept across re-crawls).",
         "fetched_at": "Last fetched.", "updated_at": "Last written.",
     },

@@ -1,7 +1,9 @@
 """The sweep: find work that a dead crawler or worker left in flight, and hand it out again.
 
-- `pending` rows past their lease: their classification task was lost; enqueue it again,
-  up to `MAX_CLASSIFY_ATTEMPTS` times, then record `fetch_failed`/`classify_failed`.
+- `pending` rows past their lease: their classification task was lost; enqueue it again.
+  Once workers have started a page's classification `MAX_CLASSIFY_ATTEMPTS` times without
+  settling it, record `fetch_failed`/`classify_failed` instead. While no worker runs, nothing
+  is counted: pages wait for the workers to come back.
 - `queued` rows past their lease: a crawler popped them and died; push them to the frontier.
 - `queued` rows waiting with no lease while the frontier is empty: their entries were lost
   (a Redis restarted without persistence); push them again.
@@ -23,8 +25,8 @@ from sluice.records import Status
 logger = logging.getLogger(__name__)
 
 ORPHAN_GRACE = timedelta(seconds=60)
-# Hand-outs of one page's classification before it is given up: a page whose task fails on
-# every worker must end with a row that says so, not be handed out forever.
+# Started classifications of one page before it is given up: a page whose task fails on every
+# worker must end with a row that says so, not be handed out forever.
 MAX_CLASSIFY_ATTEMPTS = 5
 
 
@@ -43,7 +45,7 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
         pending = [url for url, status in stale if status is Status.PENDING]
         queued = [url for url, status in stale if status is Status.QUEUED]
         if pending:
-            store.renew_lease(conn, pending, lease_seconds)
+            store.renew_lease(conn, pending, lease_seconds, count_attempt=False)
         if queued and redis_url:
             store.requeue(conn, queued, lease_seconds=None)
     if given_up:

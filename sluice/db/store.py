@@ -170,8 +170,8 @@ def stale_in_flight(conn: sa.Connection, limit: int = 1000) -> list[tuple[str, S
 
 
 def give_up_classifying(conn: sa.Connection, max_attempts: int) -> int:
-    """Settle `pending` rows whose classification was handed out `max_attempts` times and
-    lost each time (a page that fails every worker): `fetch_failed`/`classify_failed`, which
+    """Settle `pending` rows whose classification workers started `max_attempts` times and
+    never finished (a page that fails every worker): `fetch_failed`/`classify_failed`, which
     `sluice retry --reason classify_failed` queues again. Returns how many."""
     result = conn.execute(
         articles.update()
@@ -182,10 +182,22 @@ def give_up_classifying(conn: sa.Connection, max_attempts: int) -> int:
     return int(result.rowcount or 0)
 
 
-def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
-    conn.execute(articles.update().where(articles.c.url.in_(urls))
-                 .values(lease_until=utcnow() + timedelta(seconds=lease_seconds),
-                         attempts=articles.c.attempts + 1))
+def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int,
+                count_attempt: bool = True) -> None:
+    """Extend the lease of in-flight rows; `count_attempt` when this hands them out again."""
+    values: dict[str, Any] = {"lease_until": utcnow() + timedelta(seconds=lease_seconds)}
+    if count_attempt:
+        values["attempts"] = articles.c.attempts + 1
+    conn.execute(articles.update().where(articles.c.url.in_(urls)).values(**values))
+
+
+def start_classifying(conn: sa.Connection, urls: Sequence[str]) -> None:
+    """Count a classification attempt on the `pending` rows a worker is about to classify:
+    counted when a worker takes them, not when the sweep hands them out, so pages waiting
+    for stopped workers are never given up."""
+    conn.execute(articles.update()
+                 .where(articles.c.url.in_(urls), articles.c.status == Status.PENDING)
+                 .values(attempts=articles.c.attempts + 1))
 
 
 def record_feed_result(conn: sa.Connection, url: str, status: str, kind: str | None,
