@@ -3,14 +3,17 @@
 Any number of these run on any machine that reaches Redis and the database. Each pops a batch of
 entries when it runs dry, idles while the frontier is empty and resumes when work arrives.
 Popped URLs get a lease in the database: if this process dies before writing their rows, the
-sweep finds them once the lease expires and pushes them again.
+sweep finds them once the lease expires and pushes them again. While this process holds a URL
+(until its request leaves the downloader), it keeps the lease alive, so a URL that waits long
+for its site's turn is not taken for lost and fetched twice.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import scrapy
@@ -25,6 +28,9 @@ from sluice.frontier import FRONTIER_KEY, FrontierEntry
 logger = logging.getLogger(__name__)
 
 LEASE_FLUSH_SECONDS = 2.0
+# A URL held longer than this many leases is no longer kept alive: its request was lost
+# inside the process (or taken by another crawler), and the sweep may have it.
+HOLD_LIMIT_LEASES = 4
 
 
 class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
@@ -34,8 +40,10 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.popped: list[str] = []
+        self.held: dict[str, float] = {}  # URL -> when it was popped (monotonic seconds)
         self.popped_lock = threading.Lock()
         self.lease_loop: Any = None
+        self.last_kept = time.monotonic()
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         """Nothing to start with: entries arrive from the frontier whenever the spider idles."""
@@ -48,6 +56,8 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         self.lease_loop = task.LoopingCall(self._flush_leases)
         self.lease_loop.start(LEASE_FLUSH_SECONDS, now=False)
         self.crawler.signals.connect(self._top_up, signal=signals.request_left_downloader)
+        self.crawler.signals.connect(self._let_go, signal=signals.request_left_downloader)
+        self.crawler.signals.connect(self._let_go, signal=signals.request_dropped)
         for request in self.next_requests():
             yield request
 
@@ -66,6 +76,7 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
             return []
         with self.popped_lock:
             self.popped.append(entry.url)
+            self.held[entry.url] = time.monotonic()
         if entry.kind == "feed":
             return self.feed_request(entry.url)
         request = ArticleSpider.article_request(self, entry.url, entry.source,
@@ -73,19 +84,39 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         # A retry asked for by a user must not be stopped by the duplicate filter.
         return request.replace(dont_filter=True) if entry.retry else request
 
+    def _let_go(self, request: scrapy.Request, spider: Any = None) -> None:
+        """The request has been fetched (or has failed, or was dropped): its row is written
+        within seconds, well inside its lease."""
+        with self.popped_lock:
+            self.held.pop(request.meta.get("sluice_url", request.url), None)
+
     def _flush_leases(self) -> Any:
+        """Lease the URLs popped since the last flush; every third of a lease, renew the
+        leases of those still waiting here."""
+        lease = self.sluice_settings.lease_seconds
+        now = time.monotonic()
+        waiting: list[str] = []
         with self.popped_lock:
             urls, self.popped = self.popped, []
-        if not urls:
+            if now - self.last_kept >= lease / 3:
+                self.last_kept = now
+                self.held = {url: popped for url, popped in self.held.items()
+                             if now - popped < HOLD_LIMIT_LEASES * lease}
+                waiting = [url for url, popped in self.held.items() if now - popped >= lease / 3]
+        if not urls and not waiting:
             return None
         from twisted.internet import threads
 
-        return threads.deferToThread(self._renew, urls).addErrback(
+        return threads.deferToThread(self._renew, urls, waiting).addErrback(
             lambda failure: logger.warning("lease renewal failed: %s", failure.value))
 
-    def _renew(self, urls: list[str]) -> None:
+    def _renew(self, urls: Sequence[str], waiting: Sequence[str] = ()) -> None:
+        lease = self.sluice_settings.lease_seconds
         with self.engine.begin() as conn:
-            store.renew_lease(conn, urls, self.sluice_settings.lease_seconds)
+            if urls:
+                store.renew_lease(conn, urls, lease)
+            if waiting:
+                store.keep_leases(conn, waiting, lease)
 
     def closed(self, reason: str) -> None:
         if self.lease_loop is not None and self.lease_loop.running:

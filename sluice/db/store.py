@@ -191,6 +191,15 @@ def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int,
     conn.execute(articles.update().where(articles.c.url.in_(urls)).values(**values))
 
 
+def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
+    """Extend the leases of rows a crawler still holds `queued` (waiting for their turn)."""
+    for start in range(0, len(urls), 1000):
+        conn.execute(articles.update()
+                     .where(articles.c.url.in_(urls[start:start + 1000]),
+                            articles.c.status == Status.QUEUED)
+                     .values(lease_until=utcnow() + timedelta(seconds=lease_seconds)))
+
+
 def start_classifying(conn: sa.Connection, urls: Sequence[str]) -> None:
     """Count a classification attempt on the `pending` rows a worker is about to classify:
     counted when a worker takes them, not when the sweep hands them out, so pages waiting

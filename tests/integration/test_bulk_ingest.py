@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -21,6 +22,7 @@ from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
 from tests.sites import article_html, story_number, story_path
+from workers.sweep import sweep
 
 pytestmark = pytest.mark.integration
 
@@ -337,3 +339,34 @@ def test_a_crawler_stopped_with_sigterm_fails_no_page(
         reasons = set(conn.execute(sa.select(articles.c.reason)).scalars())
     engine.dispose()
     assert not reasons & {"extract_crashed", "extract_error", "fetch_error"}
+
+
+def test_urls_waiting_for_their_site_keep_their_leases(
+    pg_url: str, redis_url: str, bulk_site: SiteServer, tmp_path: Path
+) -> None:
+    """URLs a crawler holds while they wait for their site's turn outlive their lease: the
+    crawler keeps it alive, so the sweep does not take them for lost and have them fetched
+    twice."""
+    lease, stories = 6, 12
+    env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="1",
+                     SLUICE_FETCH__PER_SITE_DELAY="1", SLUICE_LEASE_SECONDS=str(lease),
+                     SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+    (tmp_path / "urls.txt").write_text("\n".join(bulk_site.url(story_path(n))
+                                                 for n in range(stories)))
+    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
+                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    engine = make_engine(pg_url)
+    crawler = Crawler(env)
+    requeued = 0
+    try:
+        deadline = time.monotonic() + 120
+        while status_counts(pg_url).get("queued", 0) and time.monotonic() < deadline:
+            requeued += sweep(engine, redis_url, lease).requeued  # as beat's sweep would
+            time.sleep(1)
+        time.sleep(3)  # time for a second fetch of anything pushed again
+    finally:
+        crawler.stop()
+        engine.dispose()
+    fetched = Counter(path for path in bulk_site.hits if path.startswith("/news/"))
+    # Fetching the 12 pages takes twice the lease: each was fetched once, none pushed again.
+    assert (len(fetched), max(fetched.values()), requeued) == (stories, 1, 0), fetched
