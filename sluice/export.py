@@ -165,6 +165,8 @@ def parquet_schema(columns: Sequence[str]) -> Any:
 def _arrow_type(column_type: sa.types.TypeEngine[Any]) -> Any:
     import pyarrow as pa
 
+    if isinstance(column_type, sa.TypeDecorator):  # UTCDateTime
+        column_type = column_type.impl_instance
     if isinstance(column_type, sa.DateTime):
         return pa.timestamp("us", tz="UTC")
     if isinstance(column_type, sa.Boolean):

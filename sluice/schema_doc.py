@@ -52,7 +52,8 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
         {"url": "canonical URL", "site": "host (and port) of the URL",
          "reason": "reason code: `http_404`, `timeout`, `robots_disallowed`, ...",
          "http_status": "status code, when a response came", "final_url": "URL after redirects",
-         "attempts": "fetch attempts so far", "source": "the feed, file or queue",
+         "attempts": "times a crawler took the URL from the shared queue (distributed mode; 0 "
+                     "embedded)", "source": "the feed, file or queue",
          "discovered_at": "", "last_attempt_at": "`fetched_at`, else `updated_at`"},
     ),
     "site_health": (
@@ -62,8 +63,9 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
         "or `unsuitable_content`.",
         {"site": "host (and port) of the URL", "status": "a terminal status",
          "rows_1d": "rows fetched in the last day", "share_1d": "share of the site's rows, 0-1",
-         "rows_7d": "rows fetched in the last 7 days", "share_7d": "",
-         "rows_30d": "rows fetched in the last 30 days", "share_30d": ""},
+         "rows_7d": "rows fetched in the last 7 days", "share_7d": "share of the site's rows, 0-1",
+         "rows_30d": "rows fetched in the last 30 days",
+         "share_30d": "share of the site's rows, 0-1"},
     ),
 }
 
@@ -174,6 +176,8 @@ def meaning_of(table: str, column: sa.Column[Any]) -> str:
 
 
 def type_name(column_type: sa.types.TypeEngine[Any]) -> str:
+    if isinstance(column_type, sa.TypeDecorator):  # UTCDateTime
+        column_type = column_type.impl_instance
     if isinstance(column_type, sa.Enum):
         return "enum: " + ", ".join(f"`{value}`" for value in column_type.enums)
     if isinstance(column_type, sa.DateTime):

@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import sqlalchemy as sa
 
 from sluice.records import Status
@@ -17,7 +20,22 @@ metadata = sa.MetaData(
     }
 )
 
-TZDateTime = sa.DateTime(timezone=True)
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timestamp with a time zone, written in UTC. SQLite stores no zone: a value with
+    another offset would be stored as its local wall-clock time and read back as UTC."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            return value.astimezone(UTC)
+        return value
+
+
+TZDateTime = UTCDateTime()
 
 status_type = sa.Enum(
     Status,

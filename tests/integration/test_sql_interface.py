@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from sluice import search as search_module
 from sluice.db import articles, crawl_runs, make_engine
+from sluice.db.store import as_utc
 from sluice.export import EXPORT_COLUMNS, ExportQuery, export_rows
 from sluice.search import fts5_query, search
 from sluice.sql import run_statement, shell_command
@@ -83,11 +84,11 @@ ROWS = [
     article("https://ko.example/seoul-festival", "success", 10 * 24, title="서울 봄 축제",
             text="서울에서 열린 봄 축제에 시민들이 모였다. " * 60, language="ko",
             published_at=published(7), char_count=1500),
-    # blog.example: a failure last week, an article from two months ago (no language), a queued URL.
+    # blog.example: a failure last week, an article from two months ago (no language, no date),
+    # a queued URL.
     article("https://blog.example/post", "fetch_failed", 5 * 24, reason="timeout"),
     article("https://blog.example/gardening", "success", 40 * 24, title="Gardening notes",
-            text="Tomatoes need sun and patience. " * 50, language=None,
-            published_at=published(6), char_count=1600),
+            text="Tomatoes need sun and patience. " * 50, language=None, char_count=1600),
     article("https://blog.example/next", "queued", None),
 ]
 
@@ -263,6 +264,19 @@ def test_search_index_follows_updates(engine: sa.Engine) -> None:
         assert urls(search(conn, "vineyard")) == [url]
         conn.execute(articles.delete().where(articles.c.url == url))
         assert urls(search(conn, "vineyard")) == []
+
+
+def test_a_timestamp_with_an_offset_is_stored_as_the_same_instant(engine: sa.Engine) -> None:
+    """A sitemap's `2024-05-12T10:00:00+02:00` is 08:00 UTC on both databases (SQLite, which
+    keeps no zone, stored 10:00 and read it back as 10:00 UTC)."""
+    url = "https://news.example/offset"
+    summer = datetime(2024, 5, 12, 10, 0, tzinfo=timezone(timedelta(hours=2)))
+    with engine.begin() as conn:
+        conn.execute(articles.insert(), [article(url, "success", 1, published_at=summer)])
+        stored = conn.execute(sa.select(articles.c.published_at)
+                              .where(articles.c.url == url)).scalar_one()
+        conn.execute(articles.delete().where(articles.c.url == url))
+    assert as_utc(stored) == summer
 
 
 # --- sluice sql ----------------------------------------------------------------------------------
@@ -531,11 +545,11 @@ README_EXPECTED.update({
     "What is worth reading?": [
         ("Volunteers clean the river", f"{NEWS}/river-cleanup", 1300),
         ("서울 봄 축제", "https://ko.example/seoul-festival", 1500),
-        ("Gardening notes", "https://blog.example/gardening", 1600),
         ("Budget in depth", f"{NEWS}/budget", 5600),
         ("Tram line extended", f"{NEWS}/a3", 1380),
         ("New library hours", f"{NEWS}/a2", 1380),
         ("Council approves the park", f"{NEWS}/a1", 1380),
+        ("Gardening notes", "https://blog.example/gardening", 1600),  # undated: last
     ],
     "Which URLs failed, and why?": [("http_404", 1), ("timeout", 1)],
     "Failures on one site, latest first.": [(f"{NEWS}/missing", "http_404", 404)],
