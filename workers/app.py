@@ -40,6 +40,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_retry_on_startup": True,
         "task_default_queue": "sluice",
         "worker_hijack_root_logger": False,
+        # Beat runs redbeat's scheduler (`-S redbeat.RedBeatScheduler`): its schedule lives in
+        # Redis, not in a file in the working directory, and its lock keeps one beat at a time.
+        "redbeat_redis_url": settings.redis_url,
+        "redbeat_redis_options": {},  # the broker's transport options are not for this client
+        # Beat wakes at least this often; a beat killed without releasing its lock holds it
+        # for five times this (redbeat's default), so a restarted beat waits minutes, not 25.
+        "beat_max_loop_interval": 30,
         "beat_schedule": {
             "sweep-stale": {"task": "sluice.sweep_stale",
                             "schedule": float(settings.sweep_seconds)},
