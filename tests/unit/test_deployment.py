@@ -3,6 +3,7 @@ the distributed deployment needs, with health checks where other services wait o
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,9 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+
+from sluice.config import FetchSettings
+from workers.app import TASK_TIME_LIMIT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = PROJECT_ROOT / "docker-compose.yml"
@@ -75,3 +79,18 @@ def test_every_command_is_one_the_image_has(compose: dict[str, Any]) -> None:
                                  "--help"], cwd=PROJECT_ROOT, capture_output=True, text=True,
                                 timeout=60, check=False)
         assert result.returncode == 0, f"{name}: {result.stdout + result.stderr}"
+
+
+def seconds(duration: str) -> float:
+    """A Compose duration such as `90s` or `2m30s`, in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    return sum(float(number) * units[unit]
+               for number, unit in re.findall(r"(\d+(?:\.\d+)?)([hms])", duration))
+
+
+def test_stopped_crawlers_and_workers_have_time_to_finish(compose: dict[str, Any]) -> None:
+    """`docker stop` kills after the grace period: a crawler needs more than one download's
+    timeout to finish the pages in hand, a worker more than the task time limit."""
+    services = compose["services"]
+    assert seconds(services["crawler"]["stop_grace_period"]) > FetchSettings().timeout
+    assert seconds(services["worker"]["stop_grace_period"]) > TASK_TIME_LIMIT
