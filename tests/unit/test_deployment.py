@@ -94,3 +94,44 @@ def test_stopped_crawlers_and_workers_have_time_to_finish(compose: dict[str, Any
     services = compose["services"]
     assert seconds(services["crawler"]["stop_grace_period"]) > FetchSettings().timeout
     assert seconds(services["worker"]["stop_grace_period"]) > TASK_TIME_LIMIT
+
+
+def docker_pattern(pattern: str) -> re.Pattern[str]:
+    """A .dockerignore pattern as Docker reads it: `**` spans directories, `*` does not."""
+    regex = ""
+    for token in re.split(r"(\*\*/|\*\*|\*|\?)", pattern.strip("/")):
+        regex += {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(
+            token, re.escape(token))
+    return re.compile(regex)
+
+
+def docker_ignores(path: str) -> bool:
+    """Whether .dockerignore keeps `path` out of the build context (a directory's rule covers
+    what is in it; the last matching rule wins)."""
+    lines = (PROJECT_ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    parts = path.split("/")
+    ignored = False
+    for line in (line.strip() for line in lines):
+        if line and not line.startswith("#"):
+            pattern = docker_pattern(line.removeprefix("!"))
+            if any(pattern.fullmatch("/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+                ignored = not line.startswith("!")
+    return ignored
+
+
+@pytest.mark.parametrize("path", [
+    ".env", "crawler/.env", ".env.production", ".venv/bin/python", ".git/config", "sluice.db",
+    "sluice.db-wal", "sluice.db-shm", "sluice.db-journal", "var/crawl.db",
+    "sluice/__pycache__/cli.cpython-311.pyc", ".mypy_cache/3.11/sluice", "tests/conftest.py",
+])
+def test_the_image_leaves_out_secrets_and_local_state(path: str) -> None:
+    assert (PROJECT_ROOT / ".dockerignore").is_file() and docker_ignores(path)
+
+
+def test_the_image_gets_what_it_installs_and_runs() -> None:
+    needed = ["requirements.txt", "pyproject.toml", "alembic.ini", "scrapy.cfg", ".env.example"]
+    for package in ("sluice", "crawler", "workers", "migrations"):
+        needed += [str(path.relative_to(PROJECT_ROOT))
+                   for path in (PROJECT_ROOT / package).rglob("*")
+                   if path.is_file() and "__pycache__" not in path.parts]
+    assert [path for path in needed if docker_ignores(path)] == []
