@@ -46,8 +46,10 @@ def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str
             new = record_queued(conn, listed[0], source, refresh)
         report.queued += len(new)
         report.already_stored += len(listed[0]) - len(new)
+        # A refresh passes the crawlers' duplicate filter, which holds a fetch for an hour.
         entries = [frontier.FrontierEntry(url=item.url, source=item.options.get("source", source),
-                                          render=item.options.get("render")) for item in new]
+                                          render=item.options.get("render"), retry=refresh)
+                   for item in new]
         report.pushed += frontier.push(client, entries, frontier.PRIORITY_INGEST)
     engine.dispose()
     client.close()

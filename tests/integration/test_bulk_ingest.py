@@ -370,3 +370,49 @@ def test_urls_waiting_for_their_site_keep_their_leases(
     fetched = Counter(path for path in bulk_site.hits if path.startswith("/news/"))
     # Fetching the 12 pages takes twice the lease: each was fetched once, none pushed again.
     assert (len(fetched), max(fetched.values()), requeued) == (stories, 1, 0), fetched
+
+
+class Edited:
+    """A story whose text changes when `version` is raised."""
+
+    def __init__(self) -> None:
+        self.version = 1
+
+    def route(self, handler: SiteHandler) -> Reply:
+        html = article_html(f"Story, version {self.version}", paragraphs=4, seed=self.version)
+        return Reply(200, html.encode(), {"Content-Type": "text/html"})
+
+
+def test_ingest_refresh_fetches_a_page_fetched_minutes_ago_again(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """The crawlers' duplicate filter remembers a fetch for an hour; a refresh passes it."""
+    edited = Edited()
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": edited.route}) as site:
+        env = sluice_env(pg_url, redis_url, SLUICE_BROWSER__RENDER="never",
+                         SLUICE_EXTRACT_WORKERS="1")
+        url = site.url(story_path(1))
+        (tmp_path / "urls.txt").write_text(url + "\n")
+        ingest_file = [sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")]
+
+        def title() -> str | None:
+            engine = make_engine(pg_url)
+            with engine.connect() as conn:
+                row = conn.execute(sa.select(articles.c.status, articles.c.title)
+                                   .where(articles.c.url == url)).one()
+            engine.dispose()
+            return row.title if row.status == "success" else None
+
+        subprocess.run(ingest_file, env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        worker = WorkerProcess(env)
+        crawler = Crawler(env)
+        try:
+            assert wait_until(lambda: title() == "Story, version 1", timeout=120, interval=0.5)
+            edited.version = 2
+            subprocess.run([*ingest_file, "--refresh"], env=env, cwd=PROJECT_ROOT, check=True,
+                           capture_output=True)
+            assert wait_until(lambda: title() == "Story, version 2", timeout=60, interval=0.5)
+        finally:
+            crawler.stop()
+            worker.stop()
+    assert site.hits.count(story_path(1)) == 2
