@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import context
 
 from sluice.config import get_settings
@@ -9,6 +10,10 @@ from sluice.db import make_engine, metadata
 from sluice.db.models import include_object
 
 config = context.config
+
+# Concurrent upgrades on Postgres (crawlers starting together) wait on this lock, then find
+# nothing to do, instead of creating the same tables at once. Any constant: it names the lock.
+MIGRATION_LOCK_KEY = 5_117_001
 
 
 def database_url() -> str:
@@ -34,6 +39,10 @@ def run_migrations_online() -> None:
             include_object=include_object,
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # Held until this transaction, which runs every migration, commits.
+                connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": MIGRATION_LOCK_KEY})
             context.run_migrations()
     engine.dispose()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,13 @@ from alembic.migration import MigrationContext
 from sluice.db import make_engine, metadata
 from sluice.db.migrate import downgrade, upgrade
 from sluice.db.models import include_object
-from tests.conftest import create_pg_database, drop_pg_database
+from tests.conftest import (
+    PROJECT_ROOT,
+    create_pg_database,
+    drop_pg_database,
+    sluice_env,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -54,3 +62,39 @@ def test_migrations_match_the_models(empty_database: str) -> None:
         diff = compare_metadata(context, metadata)
     engine.dispose()
     assert diff == []
+
+
+
+def backends_waiting_on_a_lock(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.text(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'")).scalar_one())
+
+
+def test_concurrent_upgrades_of_an_empty_postgres_database_all_succeed() -> None:
+    """Crawlers started together each upgrade the database: one migrates, the others wait for
+    it and find nothing to do. The test holds an uncommitted `alembic_version` table, as an
+    upgrade under way does, until all three upgrades wait, so that they go on at once."""
+    url = create_pg_database()
+    engine = make_engine(url)
+    upgrades: list[subprocess.Popen[str]] = []
+    try:
+        with engine.connect() as holder:
+            holder.execute(sa.text("CREATE TABLE alembic_version (version_num varchar(32))"))
+            upgrades = [subprocess.Popen([sys.executable, "-m", "sluice.cli", "db", "upgrade"],
+                                         env=sluice_env(url), cwd=PROJECT_ROOT, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                        for _ in range(3)]
+            waiting = wait_until(lambda: backends_waiting_on_a_lock(engine) == 3, timeout=120)
+            holder.rollback()
+        outputs = [process.communicate(timeout=120)[0] for process in upgrades]
+        assert waiting, outputs
+        assert [process.returncode for process in upgrades] == [0, 0, 0], outputs
+        assert "articles" in table_names(url)
+    finally:
+        for process in upgrades:
+            process.kill()
+            process.wait()
+        engine.dispose()
+        drop_pg_database(url)
