@@ -49,7 +49,8 @@ def register(commands: Any) -> None:
                                                     "Redis: push them to the crawlers)")
     schedule.add_argument("--once", action="store_true", help="one round, then exit")
     schedule.add_argument("--refresh", action="store_true",
-                          help="fetch stored articles again (embedded crawls)")
+                          help="fetch stored articles again (embedded crawls; with Redis, "
+                               "set SLUICE_DISCOVERY__REFRESH on the crawlers)")
     schedule.set_defaults(handler=cmd_schedule)
 
 
@@ -146,6 +147,11 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from sluice.feed_runs import run_schedule
 
     settings = get_settings()
+    if args.refresh and settings.redis_url:
+        # The crawlers read the sources' entries, with their own settings.
+        err_console.print("error: --refresh is for embedded crawls; with Redis, set "
+                          "SLUICE_DISCOVERY__REFRESH=true on the crawlers")
+        return 2
     upgrade(settings.database_url)
     where = "pushed to the frontier" if settings.redis_url else "crawled"
 

@@ -189,3 +189,11 @@ def test_beat_and_worker_run_a_due_feed(pg_url: str, own_redis_url: str,
         wait = (row.next_due_at - datetime.now(UTC)).total_seconds()
         assert 3000 < wait <= 3600  # visited once; next due in an hour
         assert site.hits.count("/feed.xml") == 1
+
+
+def test_schedule_refresh_with_redis_says_where_refresh_is_set(sqlite_url: str) -> None:
+    """With Redis the crawlers read the entries, so `--refresh` here would be silently lost."""
+    env = sluice_env(sqlite_url, "redis://127.0.0.1:6379/15")
+    result = run_sluice("schedule", "--once", "--refresh", env=env)
+    assert result.returncode == 2
+    assert "SLUICE_DISCOVERY__REFRESH=true on the crawlers" in result.stderr
