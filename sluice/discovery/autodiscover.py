@@ -2,7 +2,8 @@
 
 Relative hrefs are resolved against `<base href>` (itself resolved against the page URL), only
 http(s) feeds are kept, and comment feeds (WordPress announces one per site and per post) are
-left out unless asked for: they list comments, not articles.
+left out unless asked for: they list comments, not articles. Plain `application/json` is a feed
+(some JSON Feeds announce it) unless it points into WordPress's REST API (`/wp-json/`).
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def _feed_from_link(link: lxml.html.HtmlElement, base: str) -> FeedLink | None:
         return None
     url = join_url(base, href)
     if url is None or urlsplit(url).scheme not in ("http", "https"):
+        return None
+    if mime == "application/json" and "/wp-json/" in urlsplit(url).path:
+        # WordPress announces its REST API this way (a category, a post): data, not a feed.
         return None
     title = (link.get("title") or "").strip() or None
     return FeedLink(url=url.split("#", 1)[0], type=mime, title=title)

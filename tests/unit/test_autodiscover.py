@@ -21,6 +21,7 @@ HOME = """<!DOCTYPE html>
 <link rel="alternate feed" type="application/feed+json; charset=utf-8" href="/feed.json">
 <link rel="Alternate" type="APPLICATION/RSS+XML" href="rss/top.xml">
 <link rel="alternate" type="application/json" href="/wp-json/wp/v2/posts">
+<link rel="alternate" type="application/json" href="/feeds/all.json">
 <link rel="alternate" type="text/html" hreflang="fr" href="/fr/">
 <link rel="alternate" type="application/rss+xml" href="javascript:alert(1)">
 <link rel="alternate" type="application/rss+xml" href="">
@@ -36,7 +37,7 @@ def test_feeds_are_found_resolved_and_deduplicated() -> None:
         FeedLink("https://example.com/en/rss/top.xml", "application/rss+xml", "Top stories"),
         FeedLink("https://example.com/atom.xml", "application/atom+xml"),
         FeedLink("https://example.com/feed.json", "application/feed+json"),
-        FeedLink("https://example.com/wp-json/wp/v2/posts", "application/json"),
+        FeedLink("https://example.com/feeds/all.json", "application/json"),
         FeedLink("https://example.com/late.xml", "application/rss+xml"),
     ]
 
