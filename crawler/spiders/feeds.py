@@ -2,8 +2,10 @@
 
 A source is whatever its URL returns (see `sluice.discovery.sources`): a feed, a sitemap or
 sitemap index (gzipped or not), a robots.txt with `Sitemap:` lines, a home page announcing its
-feeds, or a listing page. Sources are fetched conditionally (`If-None-Match` /
-`If-Modified-Since` from the `feeds` row); a 304 ends the visit. Discovered articles already
+feeds, or a listing page. Feeds, sitemaps and listing pages are fetched conditionally
+(`If-None-Match` / `If-Modified-Since` from the `feeds` row) and a 304 ends their visit; a source
+that only points to others (robots.txt, a sitemap index, a home page announcing feeds) is fetched
+in full, since what it points to may have changed when it has not. Discovered articles already
 stored are not fetched again unless they are older than the maximum age, a sitemap's `lastmod`
 says they changed, or a refresh is asked for.
 """
@@ -32,7 +34,14 @@ from sluice.db.feeds import (
     load_listing_patterns,
     load_source_states,
 )
-from sluice.discovery.sources import FollowUp, FoundArticle, Role, SourceReading, read_source
+from sluice.discovery.sources import (
+    POINTER_KINDS,
+    FollowUp,
+    FoundArticle,
+    Role,
+    SourceReading,
+    read_source,
+)
 from sluice.urls import host_of
 
 SOURCE_PRIORITY = 10
@@ -93,15 +102,12 @@ class FeedsSpider(ArticleSpider):
     # --- requests -----------------------------------------------------------------------------
 
     def feed_request(self, url: str) -> scrapy.Request:
-        """The request for a source a user scheduled: conditional when it was seen before."""
+        """The request for a source a user scheduled: conditional when it was seen before,
+        unless it only pointed to other sources (robots.txt, a sitemap index, a home page)."""
         if url not in self.source_states:
             self._load_source_states([url])
         state = self.source_states.get(url) or SourceState()
-        headers = {}
-        if state.etag:
-            headers["If-None-Match"] = state.etag
-        if state.last_modified:
-            headers["If-Modified-Since"] = state.last_modified
+        headers = {} if state.kind in POINTER_KINDS else _validators(state)
         return self._source_request(url, url, Role.DETECT, depth=0, headers=headers)
 
     def _source_request(self, url: str, root: str, role: Role, depth: int,
@@ -207,6 +213,15 @@ class FeedsSpider(ArticleSpider):
         yield from self._source_failed(request.meta["sluice_feed"], request.url,
                                        request.meta.get("sluice_depth", 0),
                                        reason_for_failure(failure))
+
+
+def _validators(state: SourceState) -> dict[str, str]:
+    headers = {}
+    if state.etag:
+        headers["If-None-Match"] = state.etag
+    if state.last_modified:
+        headers["If-Modified-Since"] = state.last_modified
+    return headers
 
 
 def _header(response: Response, name: bytes) -> str | None:

@@ -36,12 +36,14 @@ class FeedRow:
 
 @dataclass(frozen=True, slots=True)
 class SourceState:
-    """What the last visit of a source left for the next one (conditional GET, counts)."""
+    """What the last visit of a source left for the next one (conditional GET, counts, the
+    kind it turned out to be)."""
 
     etag: str | None = None
     last_modified: str | None = None
     entries_seen: int = 0
     last_fetched_at: datetime | None = None
+    kind: str | None = None
 
 
 def add_feeds(conn: sa.Connection, urls: Sequence[str], interval_seconds: int) -> int:
@@ -97,11 +99,11 @@ def load_source_states(conn: sa.Connection, urls: Sequence[str]) -> dict[str, So
     states: dict[str, SourceState] = {}
     for start in range(0, len(urls), _CHUNK):
         query = sa.select(feeds.c.url, feeds.c.etag, feeds.c.last_modified, feeds.c.entries_seen,
-                          feeds.c.last_fetched_at).where(
+                          feeds.c.last_fetched_at, feeds.c.kind).where(
             feeds.c.url.in_(urls[start:start + _CHUNK]))
         for row in conn.execute(query):
             states[row.url] = SourceState(row.etag, row.last_modified, row.entries_seen,
-                                          as_utc(row.last_fetched_at))
+                                          as_utc(row.last_fetched_at), row.kind)
     return states
 
 

@@ -30,6 +30,9 @@ from sluice.urls import canonicalize_url
 logger = logging.getLogger(__name__)
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# Kinds whose reading only points to other sources: their own 304 says nothing about the
+# sitemaps or feeds they point to, so they are fetched without validators.
+POINTER_KINDS = frozenset({"robots", "sitemap_index", "autodiscover"})
 
 
 class Role(enum.StrEnum):

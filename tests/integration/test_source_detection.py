@@ -1,5 +1,6 @@
 """Sources that announce or dress themselves misleadingly, crawled from a local site: each is read
-as what it is and yields its articles.
+as what it is and yields its articles. And sources that only point to others (robots.txt, a
+sitemap index, a home page) are read again even when unchanged, to find what changed below them.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ from pathlib import Path
 import pytest
 
 from sluice.db import feeds
-from sluice.demo.server import Reply, SiteHandler, SiteServer
+from sluice.demo.server import Reply, Route, SiteHandler, SiteServer
 from tests.conftest import sluice_env
-from tests.integration.test_discovery import article_paths_by_source, listing_page, rows
-from tests.sites import article_html, crawl_process
+from tests.integration.test_discovery import (
+    article_paths_by_source,
+    listing_page,
+    rows,
+    rss_items,
+    sitemap_index,
+    urlset,
+)
+from tests.sites import article_html, crawl_process, story_path
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +36,7 @@ def site(tmp_path: Path) -> Iterator[SiteServer]:
         return Reply(200, article_html(f"Post {handler.path}").encode(),
                      {"Content-Type": "text/html; charset=utf-8"})
 
-    with SiteServer(tmp_path / "site", routes={"/blog/2024/*": post}) as server:
+    with SiteServer(tmp_path / "site", routes={"/blog/2024/*": post, "/news/*": post}) as server:
         yield server
 
 
@@ -66,3 +74,55 @@ def test_a_wordpress_page_announcing_its_rest_api_is_read_as_a_listing(
         "/category/harbour/": POSTS}
     assert sources(site, sqlite_url) == {"/category/harbour/": ("listing", "ok")}
     assert "/wp-json/wp/v2/categories/3" not in site.hits
+
+
+def unchanged(body: str, content_type: str) -> Route:
+    """A source that never changes: it answers 304 to its ETag."""
+    def route(handler: SiteHandler) -> Reply:
+        if handler.headers.get("If-None-Match") == '"v1"':
+            return Reply(304, headers={"ETag": '"v1"'})
+        return Reply(200, body.encode(), {"Content-Type": content_type, "ETag": '"v1"'})
+    return route
+
+
+def listing(base: str, stories: list[str], feed: bool) -> Route:
+    """A sitemap or feed listing `stories` as they are when it is fetched."""
+    def route(handler: SiteHandler) -> Reply:
+        body = (rss_items([f"<item><link>{base}{story}</link></item>" for story in stories])
+                if feed else urlset(base, stories))
+        return Reply(200, body.encode(), {"Content-Type": "application/xml"})
+    return route
+
+
+def test_an_unchanged_robots_txt_index_or_home_page_still_leads_to_new_articles(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    below = {"/sitemaps/listed.xml": [story_path(1)], "/sitemaps/child.xml": [story_path(2)],
+             "/home/feed.xml": [story_path(3)]}
+    for path, stories in below.items():
+        site.routes[path] = listing(base, stories, feed=path.endswith("feed.xml"))
+    site.routes["/robots.txt"] = unchanged(f"Sitemap: {base}/sitemaps/listed.xml\n", "text/plain")
+    site.routes["/sitemaps/index.xml"] = unchanged(
+        sitemap_index(base, ["/sitemaps/child.xml"]), "application/xml")
+    site.routes["/home/"] = unchanged(
+        '<html><head><link rel="alternate" type="application/rss+xml" href="/home/feed.xml">'
+        "</head><body><h1>Harbour Times</h1></body></html>", "text/html")
+    site.routes["/feeds/news.xml"] = unchanged(
+        rss_items([f"<item><link>{base}{story_path(4)}</link></item>"]), "application/rss+xml")
+    roots = ["/robots.txt", "/sitemaps/index.xml", "/home/", "/feeds/news.xml"]
+    crawl(site, sqlite_url, tmp_path, *roots)
+
+    for number, stories in enumerate(below.values(), start=5):
+        stories.append(story_path(number))
+    site.requests.clear()
+    assert crawl(site, sqlite_url, tmp_path, *roots) == {
+        "/robots.txt": {story_path(1), story_path(5)},
+        "/sitemaps/index.xml": {story_path(2), story_path(6)},
+        "/home/": {story_path(3), story_path(7)}, "/feeds/news.xml": {story_path(4)}}
+    validators = {path: headers.get("If-None-Match") for path, headers in site.requests
+                  if path in roots}
+    # The feed keeps its conditional request (and its 304); the pointers are read in full.
+    assert validators == {"/robots.txt": None, "/sitemaps/index.xml": None, "/home/": None,
+                          "/feeds/news.xml": '"v1"'}
+    assert sources(site, sqlite_url)["/feeds/news.xml"] == ("rss", "not_modified")
