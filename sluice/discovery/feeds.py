@@ -7,8 +7,10 @@ feed's own URL, canonicalises them, drops duplicates and entries without a usabl
 from __future__ import annotations
 
 import calendar
+import codecs
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +24,12 @@ from sluice.urls import canonicalize_url, join_url
 logger = logging.getLogger(__name__)
 
 MAX_FEED_BYTES = 20 * 1024 * 1024
+_FEED_TYPE_HINTS = ("rss", "atom", "feed+json", "/xml", "+xml")
+_FEED_ROOTS = (b"<rss", b"<feed", b"<rdf:rdf")
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+# What may come before a feed's root element: the XML declaration and other processing
+# instructions (a stylesheet), comments, a DOCTYPE, whitespace.
+_PROLOG = re.compile(rb"\A(?:\s+|<\?.*?\?>|<!--.*?-->|<!doctype[^>]*>)*", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +52,25 @@ class ParsedFeed:
 
 
 def looks_like_feed(body: bytes, content_type: str = "") -> bool:
-    """A cheap sniff: does this response look like a feed rather than an HTML page?"""
+    """A cheap sniff: does this response look like a feed rather than an HTML page?
+
+    An XML type says so, except XHTML's; else the body's root element does, whatever the
+    type (feeds are often served as text/html or text/plain)."""
     ctype = content_type.lower()
-    if any(kind in ctype for kind in ("rss", "atom", "feed+json", "/xml", "+xml")):
+    if "xhtml" not in ctype and any(kind in ctype for kind in _FEED_TYPE_HINTS):
         return True
-    head = body[:1024].lstrip().lower()
-    if head.startswith(b"{") and b"jsonfeed.org" in body[:4096].lower():
+    head = _sniff_head(body)
+    if head.startswith(b"{") and b"jsonfeed.org" in head:
         return True
-    return head.startswith(b"<?xml") and any(tag in head for tag in (b"<rss", b"<feed", b"<rdf"))
+    return _PROLOG.sub(b"", head, count=1).startswith(_FEED_ROOTS)
+
+
+def _sniff_head(body: bytes) -> bytes:
+    """The start of a body, lower-case, as UTF-8 without a byte-order mark (UTF-16 decoded)."""
+    head = body[:4096]
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        head = head.decode("utf-16", "replace").encode("utf-8")
+    return head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
 
 
 def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed:
@@ -61,7 +80,11 @@ def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed
     if _is_json_feed(body, content_type):
         return _parse_json_feed(body, feed_url)
     headers = {"content-location": feed_url}
-    if content_type:
+    if body.startswith(_BOMS):
+        # The byte-order mark says the encoding: a served type (text/html, a charset) would
+        # only mislead feedparser, and with no type at all it cannot read UTF-16.
+        headers["content-type"] = "application/xml"
+    elif content_type:
         headers["content-type"] = content_type
     parsed = feedparser.parse(body, response_headers=headers, resolve_relative_uris=True,
                               sanitize_html=False)
@@ -75,7 +98,7 @@ def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed
 
 
 def _is_json_feed(body: bytes, content_type: str) -> bool:
-    return "json" in content_type.lower() or body[:64].lstrip().startswith(b"{")
+    return "json" in content_type.lower() or _sniff_head(body).startswith(b"{")
 
 
 def _parse_json_feed(body: bytes, feed_url: str) -> ParsedFeed:

@@ -126,3 +126,37 @@ def test_an_unchanged_robots_txt_index_or_home_page_still_leads_to_new_articles(
     assert validators == {"/robots.txt": None, "/sitemaps/index.xml": None, "/home/": None,
                           "/feeds/news.xml": '"v1"'}
     assert sources(site, sqlite_url)["/feeds/news.xml"] == ("rss", "not_modified")
+
+
+def feed_of(base: str, *numbers: int) -> str:
+    return rss_items([f"<item><title>Grève n°{number}</title><link>{base}{story_path(number)}"
+                      "</link></item>" for number in numbers])
+
+
+def test_feeds_served_under_a_misleading_type_are_read_as_feeds_and_xhtml_as_a_page(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    serve(site, "/feeds/bom.xml", b"\xef\xbb\xbf" + feed_of(base, 1).encode(), "text/html")
+    serve(site, "/feeds/plain.rss", feed_of(base, 2).split("?>", 1)[1].encode(), "text/plain")
+    serve(site, "/feeds/utf16.xml", feed_of(base, 3).replace(
+        '<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>').encode("utf-16"),
+        "text/xml; charset=iso-8859-1")  # a server's default charset, not the feed's
+    serve(site, "/feeds/bom.json", b"\xef\xbb\xbf" + json.dumps({
+        "version": "https://jsonfeed.org/version/1.1", "title": "t",
+        "items": [{"id": "4", "url": base + story_path(4)}]}).encode(), "text/plain")
+    xhtml = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML '
+             '1.0 Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n'
+             + listing_page(SLUGS, None).replace(
+                 "<!doctype html><html>", '<html xmlns="http://www.w3.org/1999/xhtml">'))
+    serve(site, "/xhtml/", xhtml.encode(), "application/xhtml+xml; charset=utf-8")
+    roots = ["/feeds/bom.xml", "/feeds/plain.rss", "/feeds/utf16.xml", "/feeds/bom.json",
+             "/xhtml/"]
+    assert crawl(site, sqlite_url, tmp_path, *roots) == {
+        "/feeds/bom.xml": {story_path(1)}, "/feeds/plain.rss": {story_path(2)},
+        "/feeds/utf16.xml": {story_path(3)}, "/feeds/bom.json": {story_path(4)},
+        "/xhtml/": POSTS}
+    assert sources(site, sqlite_url) == {
+        "/feeds/bom.xml": ("rss", "ok"), "/feeds/plain.rss": ("rss", "ok"),
+        "/feeds/utf16.xml": ("rss", "ok"), "/feeds/bom.json": ("jsonfeed", "ok"),
+        "/xhtml/": ("listing", "ok")}

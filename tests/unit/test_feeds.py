@@ -105,6 +105,14 @@ def test_sniffing() -> None:
     assert looks_like_feed(RSS2)
     assert looks_like_feed(b"{}", "application/feed+json")
     assert not looks_like_feed(b"<!doctype html><html></html>", "text/html")
+    # The root element decides, past a prolog, comments, a DOCTYPE and a byte-order mark.
+    assert looks_like_feed(b'<?xml version="1.0"?>\n<?xml-stylesheet href="/rss.xsl"?>\n'
+                           b"<!-- generated -->\n<!DOCTYPE rss>\n<rss version='0.91'>",
+                           "text/html")
+    assert looks_like_feed(b"\xef\xbb\xbf\n<rdf:RDF xmlns:rdf='x'>", "text/plain")
+    assert looks_like_feed("<feed xmlns='x'>".encode("utf-16"), "")
+    assert not looks_like_feed(b"<?xml version='1.0'?><html><body><p>a rss feed</p>",
+                               "application/xhtml+xml")
 
 
 @given(st.binary(max_size=2000))
