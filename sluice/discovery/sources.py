@@ -103,6 +103,9 @@ def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role
     if kind == "robots":
         return read_robots(body, url)
     if kind is Role.SITEMAP:
+        if not looks_like_sitemap(body) and looks_like_feed(body):
+            # The sitemaps protocol accepts RSS 2.0 and Atom feeds as sitemaps too.
+            return read_feed(body, url, content_type)
         return read_sitemap(body, url)
     if kind is Role.FEED:
         return read_feed(body, url, content_type)

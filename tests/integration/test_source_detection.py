@@ -160,3 +160,20 @@ def test_feeds_served_under_a_misleading_type_are_read_as_feeds_and_xhtml_as_a_p
         "/feeds/bom.xml": ("rss", "ok"), "/feeds/plain.rss": ("rss", "ok"),
         "/feeds/utf16.xml": ("rss", "ok"), "/feeds/bom.json": ("jsonfeed", "ok"),
         "/xhtml/": ("listing", "ok")}
+
+
+def test_a_feed_given_as_a_sitemap_is_read_as_a_feed(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    serve(site, "/robots.txt", f"Sitemap: {base}/feeds/news.rss\n".encode(), "text/plain")
+    serve(site, "/feeds/news.rss", feed_of(base, 1, 2).encode(), "application/rss+xml")
+    serve(site, "/sitemaps/index.xml", sitemap_index(base, ["/feeds/news.atom"]).encode(),
+          "application/xml")
+    serve(site, "/feeds/news.atom", (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+        f'<title>Harbour</title><entry><title>Three</title><link href="{story_path(3)}"/>'
+        "<id>urn:3</id><updated>2026-11-30T08:00:00Z</updated></entry></feed>").encode(),
+        "application/atom+xml")
+    assert crawl(site, sqlite_url, tmp_path, "/robots.txt", "/sitemaps/index.xml") == {
+        "/robots.txt": {story_path(1), story_path(2)}, "/sitemaps/index.xml": {story_path(3)}}
