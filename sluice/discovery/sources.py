@@ -9,8 +9,10 @@ here does I/O.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -30,6 +32,7 @@ from sluice.urls import canonicalize_url
 logger = logging.getLogger(__name__)
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ABSOLUTE_URL = re.compile(rb"https?://[^\s/?#]\S*", re.IGNORECASE)
 # Kinds whose reading only points to other sources: their own 304 says nothing about the
 # sitemaps or feeds they point to, so they are fetched without validators.
 POINTER_KINDS = frozenset({"robots", "sitemap_index", "autodiscover"})
@@ -81,7 +84,7 @@ def detect_role(body: bytes, content_type: str, url: str) -> Role | str:
     """The kind of a response: a `Role`, or `robots` for a robots.txt, or `html`."""
     if urlsplit(url).path == "/robots.txt":
         return "robots"
-    if looks_like_sitemap(body):
+    if looks_like_sitemap(body) or looks_like_text_sitemap(body, content_type):
         return Role.SITEMAP
     if looks_like_feed(body, content_type) or "json" in content_type.lower():
         return Role.FEED
@@ -94,6 +97,14 @@ def looks_like_sitemap(body: bytes) -> bool:
         return True
     head = body[:2048].lower()
     return b"<urlset" in head or b"<sitemapindex" in head
+
+
+def looks_like_text_sitemap(body: bytes, content_type: str) -> bool:
+    """The protocol's plain-text form: text/plain, one absolute URL a line."""
+    if not content_type.lower().startswith("text/plain"):
+        return False
+    first_line = body[:2048].removeprefix(codecs.BOM_UTF8).lstrip().split(b"\n", 1)[0]
+    return _ABSOLUTE_URL.fullmatch(first_line.strip()) is not None
 
 
 def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role.DETECT,

@@ -177,3 +177,14 @@ def test_a_feed_given_as_a_sitemap_is_read_as_a_feed(
         "application/atom+xml")
     assert crawl(site, sqlite_url, tmp_path, "/robots.txt", "/sitemaps/index.xml") == {
         "/robots.txt": {story_path(1), story_path(2)}, "/sitemaps/index.xml": {story_path(3)}}
+
+
+def test_a_plain_text_sitemap_given_directly_is_read_as_a_sitemap(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    serve(site, "/sitemap.txt", f"\n{base}{story_path(1)}\r\n{base}{story_path(2)}\n".encode(),
+          "text/plain; charset=utf-8")
+    assert crawl(site, sqlite_url, tmp_path, "/sitemap.txt") == {
+        "/sitemap.txt": {story_path(1), story_path(2)}}
+    assert sources(site, sqlite_url) == {"/sitemap.txt": ("sitemap", "ok")}
