@@ -155,7 +155,7 @@ def read_sitemap(body: bytes, url: str) -> SourceReading:
 
 
 def read_robots(body: bytes, url: str) -> SourceReading:
-    sitemaps = sitemaps_from_robots(body.decode("utf-8", "replace"), url)
+    sitemaps = sitemaps_from_robots(body.decode("utf-8-sig", "replace"), url)
     follow = tuple(FollowUp(sitemap, Role.SITEMAP) for sitemap in sitemaps)
     return SourceReading("robots", "ok" if follow else "no_sitemaps", follow=follow)
 

@@ -188,3 +188,16 @@ def test_a_plain_text_sitemap_given_directly_is_read_as_a_sitemap(
     assert crawl(site, sqlite_url, tmp_path, "/sitemap.txt") == {
         "/sitemap.txt": {story_path(1), story_path(2)}}
     assert sources(site, sqlite_url) == {"/sitemap.txt": ("sitemap", "ok")}
+
+
+def test_a_robots_txt_with_a_byte_order_mark_keeps_its_first_sitemap_line(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    serve(site, "/robots.txt", (f"\ufeffSitemap: {base}/sitemaps/one.xml\nUser-agent: *\n"
+                                f"Allow: /\nSitemap: {base}/sitemaps/two.xml\n").encode(),
+          "text/plain")
+    serve(site, "/sitemaps/one.xml", urlset(base, [story_path(1)]).encode(), "application/xml")
+    serve(site, "/sitemaps/two.xml", urlset(base, [story_path(2)]).encode(), "application/xml")
+    assert crawl(site, sqlite_url, tmp_path, "/robots.txt") == {
+        "/robots.txt": {story_path(1), story_path(2)}}
