@@ -147,7 +147,7 @@ class FeedsSpider(ArticleSpider):
         async for item in self._articles(reading.articles, root):
             yield item
         for follow in reading.follow:
-            request = self._follow_request(follow, root, depth, reading)
+            request = self._follow_request(follow, response, reading)
             if request is not None:
                 yield request
 
@@ -184,20 +184,30 @@ class FeedsSpider(ArticleSpider):
         for url in wanted:
             yield self.article_request(url, source)
 
-    def _follow_request(self, follow: FollowUp, root: str, depth: int,
+    def _follow_request(self, follow: FollowUp, response: Response,
                         reading: SourceReading) -> scrapy.Request | None:
         """The request for a source found by another, within the depth limits."""
-        discovery = self.sluice_settings.discovery
-        if follow.role is Role.SITEMAP and depth >= discovery.sitemap_max_depth + (
-                reading.kind == "robots"):
-            self.logger.debug("sitemap %s deeper than %s, skipped", follow.url, depth)
-            return None
+        root, depth = response.meta["sluice_feed"], response.meta.get("sluice_depth", 0)
+        if follow.role is Role.SITEMAP:
+            return self._sitemap_request(follow.url, root, depth, response, reading)
         if follow.role is Role.LISTING:
-            if depth + 1 >= discovery.max_listing_pages:
+            if depth + 1 >= self.sluice_settings.discovery.max_listing_pages:
                 return None
             return self._source_request(follow.url, root, follow.role, depth + 1,
                                         sluice_pattern=reading.listing_pattern)
         return self._source_request(follow.url, root, follow.role, depth + 1)
+
+    def _sitemap_request(self, url: str, root: str, depth: int, response: Response,
+                         reading: SourceReading) -> scrapy.Request | None:
+        """A sitemap named by another source, unless nested too deep. Only sitemaps count as
+        levels: the hops before the first (a site root to its robots.txt) do not."""
+        nested = reading.kind in ("sitemap", "sitemap_index")
+        level = response.meta.get("sluice_sitemap_level", 0) + 1 if nested else 0
+        if level > self.sluice_settings.discovery.sitemap_max_depth:
+            self.logger.debug("sitemap %s nested %s deep, skipped", url, level)
+            return None
+        return self._source_request(url, root, Role.SITEMAP, depth + 1,
+                                    sluice_sitemap_level=level)
 
     def _source_failed(self, root: str, url: str, depth: int, reason: str
                        ) -> Iterator[FeedResultItem]:

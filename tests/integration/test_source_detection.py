@@ -44,10 +44,10 @@ def serve(site: SiteServer, path: str, body: bytes, content_type: str) -> None:
     site.routes[path] = lambda handler: Reply(200, body, {"Content-Type": content_type})
 
 
-def crawl(site: SiteServer, database_url: str, tmp_path: Path, *paths: str
+def crawl(site: SiteServer, database_url: str, tmp_path: Path, *paths: str, **settings: str
           ) -> dict[str, set[str]]:
     """Crawl `paths` once; the article paths found, by source path."""
-    env = sluice_env(database_url, SLUICE_BROWSER__RENDER="never")
+    env = sluice_env(database_url, SLUICE_BROWSER__RENDER="never", **settings)
     stats = crawl_process([site.url(path) for path in paths], env, tmp_path)
     assert stats["finish_reason"] == "finished", stats["_stderr"][-3000:]
     return article_paths_by_source(database_url, site.base_url)
@@ -201,3 +201,23 @@ def test_a_robots_txt_with_a_byte_order_mark_keeps_its_first_sitemap_line(
     serve(site, "/sitemaps/two.xml", urlset(base, [story_path(2)]).encode(), "application/xml")
     assert crawl(site, sqlite_url, tmp_path, "/robots.txt") == {
         "/robots.txt": {story_path(1), story_path(2)}}
+
+
+def test_a_site_root_falling_back_to_robots_txt_keeps_every_sitemap_level(
+    site: SiteServer, sqlite_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    serve(site, "/", b"<html><body><p>Hello</p></body></html>", "text/html")
+    serve(site, "/robots.txt", f"Sitemap: {base}/sitemaps/index.xml\n".encode(), "text/plain")
+    indexes = {"/sitemaps/index.xml": ["/sitemaps/nested.xml"],  # level 0
+               "/sitemaps/nested.xml": ["/sitemaps/pages.xml", "/sitemaps/deeper.xml"],
+               "/sitemaps/deeper.xml": ["/sitemaps/too-deep.xml"]}  # level 2
+    for path, children in indexes.items():
+        serve(site, path, sitemap_index(base, children).encode(), "application/xml")
+    serve(site, "/sitemaps/pages.xml", urlset(base, [story_path(1)]).encode(), "application/xml")
+    serve(site, "/sitemaps/too-deep.xml", urlset(base, [story_path(2)]).encode(),
+          "application/xml")
+    assert crawl(site, sqlite_url, tmp_path, "/", SLUICE_DISCOVERY__SITEMAP_MAX_DEPTH="2") == {
+        "/": {story_path(1)}}
+    assert "/sitemaps/deeper.xml" in site.hits
+    assert "/sitemaps/too-deep.xml" not in site.hits
