@@ -1,7 +1,8 @@
 """`sluice sql`: run one SQL statement and print its rows, or open the database's own shell.
 
 The statement goes to the driver as written (no bind-parameter parsing, so `':'` and `'%'` in
-literals are safe) inside a transaction that commits on success. The transaction is read-only
+literals are safe), alone (several statements are refused), inside a transaction that commits on
+success. The transaction is read-only
 unless the caller asks for writes (`sluice sql --write`): a question cannot change the table by
 accident. Rows print as a table (long values shortened), CSV or JSON; for large result sets use
 `sluice export`, which streams.
@@ -18,8 +19,9 @@ import sqlite3
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
+import psycopg
 import sqlalchemy as sa
 from rich.console import Console
 from rich.table import Table
@@ -57,14 +59,33 @@ def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO,
             # the transaction.
             conn.exec_driver_sql(SQLITE_READ_ONLY if sqlite else "SET TRANSACTION READ ONLY")
         try:
-            # Without parameters the driver does not look for placeholders such as '%s'.
-            result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
-            if not result.returns_rows:
-                return StatementOutcome(False, max(result.rowcount, 0))
-            return StatementOutcome(True, write_rows(list(result.keys()), result, fmt, out))
+            columns, rows, rowcount = _execute(conn, statement)
+            if columns is None:
+                return StatementOutcome(False, max(rowcount, 0))
+            return StatementOutcome(True, write_rows(columns, rows, fmt, out))
         finally:
             if sqlite and not write:
                 conn.exec_driver_sql(SQLITE_READ_WRITE)
+
+
+def _execute(conn: sa.Connection, statement: str
+             ) -> tuple[list[str] | None, Iterable[Sequence[Any]], int]:
+    """Run one statement: (its columns, or None if it returns no rows; its rows; rowcount).
+    Without parameters neither driver looks for placeholders such as '%s'. SQLite refuses
+    several statements; Postgres's simple query protocol would run them all (`COMMIT; DELETE
+    ...` ends the read-only transaction, then writes), so there the statement is prepared: the
+    extended protocol takes one statement only."""
+    if conn.dialect.name == "sqlite":
+        result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
+        return (list(result.keys()) if result.returns_rows else None), result, result.rowcount
+    cursor = cast("psycopg.Connection[Any]", conn.connection.dbapi_connection).cursor()
+    try:
+        cursor.execute(statement, prepare=True)
+    except psycopg.Error as exc:
+        raise sa.exc.DBAPIError.instance(statement, None, exc, psycopg.Error) from exc
+    if cursor.description is None:
+        return None, (), cursor.rowcount
+    return [column.name for column in cursor.description], cursor, cursor.rowcount
 
 
 def is_read_only_refusal(error: sa.exc.DBAPIError) -> bool:

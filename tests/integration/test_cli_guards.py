@@ -1,0 +1,60 @@
+"""What the reading commands guard against, through the real `sluice` command line on SQLite
+and Postgres: a question that would change the table, crawled text that would drive the
+terminal."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from sluice.db import articles, make_engine
+from tests.conftest import run_sluice, sluice_env
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["sqlite_url", "pg_url"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, migrated database of each kind (the tests write to it)."""
+    return str(request.getfixturevalue(request.param))
+
+
+def insert_article(database_url: str, **values: Any) -> None:
+    now = datetime.now(UTC)
+    row = {"url": "https://news.example/a", "status": "success", "discovered_at": now,
+           "fetched_at": now, "updated_at": now, "attempts": 1, **values}
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(articles.insert(), [row])
+    engine.dispose()
+
+
+def article_count(database_url: str) -> int:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        count = conn.execute(sa.select(sa.func.count()).select_from(articles)).scalar_one()
+    engine.dispose()
+    return int(count)
+
+
+@pytest.mark.parametrize("statements", [
+    "COMMIT; DELETE FROM articles",
+    "SET TRANSACTION READ WRITE; DELETE FROM articles",
+    "SELECT 1; SELECT 2",
+])
+def test_sql_runs_one_statement_only(database_url: str, statements: str) -> None:
+    insert_article(database_url)
+    result = run_sluice("sql", statements, env=sluice_env(database_url))
+    assert result.returncode == 1, result.stdout
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    assert article_count(database_url) == 1
+    # Placeholder-like literals still reach the database as written.
+    result = run_sluice("sql", "SELECT '%s' AS a, ':x' AS b, '%(y)s' AS c", "--format", "json",
+                        env=sluice_env(database_url))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"a": "%s", "b": ":x", "c": "%(y)s"}]
