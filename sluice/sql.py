@@ -35,6 +35,10 @@ FORMATS = ("table", "csv", "json")
 SQLITE_READ_ONLY = "PRAGMA query_only = ON"
 SQLITE_READ_WRITE = "PRAGMA query_only = OFF"
 TABLE_CELL_CHARS = 80
+# Crawled text may hold control characters (ESC sequences, BEL, OSC 8 links) that would drive
+# the terminal: in a table cell, white space becomes a space and the rest U+FFFD.
+CELL_CONTROLS = {code: " " if chr(code).isspace() else "\ufffd"
+                 for code in (*range(0x20), *range(0x7F, 0xA0))}
 
 
 class ShellMissing(RuntimeError):
@@ -135,9 +139,11 @@ def _write_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: Tex
     for row in rows:
         table.add_row(*(_cell(value) for value in row))
         count += 1
-    console = Console(file=out, width=None if out.isatty() else 200)
-    console.print(table, markup=False, highlight=False)
-    console.print(f"({count} row{'' if count == 1 else 's'})", markup=False, highlight=False)
+    # Page text is shown as it is: `[red]` is not markup, `:smile:` not an emoji.
+    console = Console(file=out, width=None if out.isatty() else 200, markup=False, emoji=False,
+                      highlight=False)
+    console.print(table)
+    console.print(f"({count} row{'' if count == 1 else 's'})")
     return count
 
 
@@ -148,7 +154,7 @@ def _cell(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, default=json_ready)
     else:
         text = str(json_ready(value))
-    text = text.replace("\n", " ")
+    text = text.translate(CELL_CONTROLS)
     if len(text) > TABLE_CELL_CHARS:
         return text[:TABLE_CELL_CHARS - 1] + "…"
     return text

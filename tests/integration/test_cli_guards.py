@@ -5,6 +5,7 @@ terminal."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,3 +59,21 @@ def test_sql_runs_one_statement_only(database_url: str, statements: str) -> None
                         env=sluice_env(database_url))
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"a": "%s", "b": ":x", "c": "%(y)s"}]
+
+
+# Text a hostile page may carry: colours, a bell, an OSC 8 hyperlink, a C1 "clear screen",
+# rich markup and an emoji code.
+HOSTILE = ("[red]x[/red] :smile: \x1b[31mred\x1b[0m \x07bell "
+           "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b2J river")
+CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.parametrize("command", [("sql", "SELECT title, text FROM articles"),
+                                     ("search", "river")])
+def test_tables_show_crawled_text_inert(database_url: str, command: tuple[str, ...]) -> None:
+    insert_article(database_url, title=HOSTILE, text=HOSTILE)
+    result = run_sluice(*command, env=sluice_env(database_url))
+    assert result.returncode == 0, result.stderr
+    assert not CONTROLS.search(result.stdout), repr(result.stdout)
+    assert "[red]x[/red] :smile:" in result.stdout and "\U0001f604" not in result.stdout
+    assert "https://evil.example" in result.stdout  # shown as text, not a link
