@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -185,9 +186,25 @@ def _export_to(conn: sa.Connection, query: ExportQuery, fmt: str, output: str | 
     if output is None:
         stream = sys.stdout.buffer if fmt == "parquet" else sys.stdout
         return export_rows(conn, query, fmt, stream)
+    target = Path(output).resolve()
+    if target.exists() and not target.is_file():  # /dev/stdout, a named pipe
+        return _export_file(conn, query, fmt, target)
+    # Written beside the target and renamed over it only when complete: a failed export
+    # leaves the previous file as it was, never half-written or emptied.
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        count = _export_file(conn, query, fmt, partial)
+        partial.replace(target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _export_file(conn: sa.Connection, query: ExportQuery, fmt: str, path: Path) -> int:
     if fmt == "parquet":
-        return export_rows(conn, query, fmt, output)
-    with Path(output).open("w", encoding="utf-8", newline="") as handle:
+        return export_rows(conn, query, fmt, str(path))
+    with path.open("w", encoding="utf-8", newline="") as handle:
         return export_rows(conn, query, fmt, handle)
 
 

@@ -46,11 +46,14 @@ class ExportQuery:
     columns: tuple[str, ...] = field(default=EXPORT_COLUMNS)
     limit: int | None = None
 
+    def __post_init__(self) -> None:
+        # Checked here, before any output is opened: a misspelt column must not cost a file.
+        unknown = set(self.columns) - set(articles.c.keys())
+        if unknown:
+            raise ValueError(f"unknown columns: {', '.join(sorted(unknown))}")
+
 
 def select_rows(query: ExportQuery) -> sa.Select[Any]:
-    unknown = set(query.columns) - set(articles.c.keys())
-    if unknown:
-        raise ValueError(f"unknown columns: {', '.join(sorted(unknown))}")
     statement = sa.select(*(articles.c[name] for name in query.columns)).order_by(articles.c.url)
     if query.statuses:
         statement = statement.where(articles.c.status.in_(query.statuses))

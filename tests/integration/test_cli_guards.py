@@ -1,12 +1,13 @@
 """What the reading commands guard against, through the real `sluice` command line on SQLite
 and Postgres: a question that would change the table, crawled text that would drive the
-terminal."""
+terminal, a mistaken export that would wipe the previous one."""
 
 from __future__ import annotations
 
 import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,3 +78,26 @@ def test_tables_show_crawled_text_inert(database_url: str, command: tuple[str, .
     assert not CONTROLS.search(result.stdout), repr(result.stdout)
     assert "[red]x[/red] :smile:" in result.stdout and "\U0001f604" not in result.stdout
     assert "https://evil.example" in result.stdout  # shown as text, not a link
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_export_mistake_keeps_the_previous_file(database_url: str, tmp_path: Path,
+                                               fmt: str) -> None:
+    insert_article(database_url, title="Kept")
+    env = sluice_env(database_url)
+    (tmp_path / "out").mkdir()
+    output = tmp_path / "out" / f"articles.{fmt}"
+    result = run_sluice("export", "--format", fmt, "-o", str(output), env=env)
+    assert result.returncode == 0, result.stderr
+    previous = output.read_bytes()
+    result = run_sluice("export", "--format", fmt, "-o", str(output), "--columns", "url,titel",
+                        env=env)
+    assert result.returncode == 2
+    assert result.stderr == "error: unknown columns: titel\n"
+    assert output.read_bytes() == previous
+    # A good export replaces the file whole, and leaves nothing else beside it.
+    result = run_sluice("export", "--format", fmt, "-o", str(output), "--columns", "url",
+                        env=env)
+    assert result.returncode == 0, result.stderr
+    assert output.read_bytes() != previous
+    assert [path.name for path in output.parent.iterdir()] == [output.name]
