@@ -24,7 +24,7 @@ from sluice.cli_queue import report_problems
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import SettingsSourceError, get_settings
 from sluice.db import make_engine, store
-from sluice.db.migrate import upgrade
+from sluice.db.migrate import UnusableDatabase, upgrade, upgrade_existing
 from sluice.inputs import InputProblem, ListedURL, URLList, iter_lines, read_url_list
 
 console = Console()
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             err_console.print(f"invalid setting {name}: {error['msg']}", markup=False,
                               highlight=False, soft_wrap=True)
         return 2
-    except SettingsSourceError as exc:
+    except (SettingsSourceError, UnusableDatabase) as exc:
         err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return 2
     except sa.exc.OperationalError as exc:
@@ -195,8 +195,8 @@ def cmd_status(args: argparse.Namespace | None) -> int:
 
         return watch_status()
     settings = get_settings()
+    upgrade_existing(settings.database_url)
     engine = make_engine(settings.database_url)
-    upgrade(settings.database_url)
     with engine.connect() as conn:
         rows = store.counts_by_reason(conn)
     table = Table(title="articles by status and reason")
@@ -215,7 +215,8 @@ def cmd_sites(args: argparse.Namespace) -> int:
     from sluice.db.sites import set_render_policy
 
     settings = get_settings()
-    upgrade(settings.database_url)
+    # Setting a policy may come before the first crawl; only looking needs the database.
+    (upgrade if args.set_render else upgrade_existing)(settings.database_url)
     engine = make_engine(settings.database_url)
     if args.set_render:
         host, policy = args.set_render

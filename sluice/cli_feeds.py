@@ -13,7 +13,7 @@ from sluice.cli_queue import report_problems
 from sluice.config import get_settings
 from sluice.db import make_engine
 from sluice.db.feeds import FeedRow, add_feeds, list_feeds, remove_feed
-from sluice.db.migrate import upgrade
+from sluice.db.migrate import upgrade, upgrade_existing
 from sluice.errors import InvalidURL
 from sluice.inputs import InputProblem, iter_lines, read_url_list
 from sluice.schedule import format_interval, parse_interval
@@ -58,9 +58,10 @@ def _interval(text: str | None) -> int:
     return parse_interval(text) if text else get_settings().discovery.default_interval_seconds
 
 
-def _engine() -> Any:
+def _engine(reading: bool = False) -> Any:
+    """An engine on the migrated database; `reading`: one that exists (see upgrade_existing)."""
     settings = get_settings()
-    upgrade(settings.database_url)
+    (upgrade_existing if reading else upgrade)(settings.database_url)
     return make_engine(settings.database_url)
 
 
@@ -106,7 +107,7 @@ def cmd_feeds_import(args: argparse.Namespace) -> int:
 
 
 def cmd_feeds_list(args: argparse.Namespace) -> int:
-    with _engine().connect() as conn:
+    with _engine(reading=True).connect() as conn:
         rows = list_feeds(conn)
     table = Table(title=f"{len(rows)} sources")
     for name in ("url", "kind", "every", "next due", "last status", "failures", "entries"):

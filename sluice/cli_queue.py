@@ -21,7 +21,7 @@ from sluice import frontier
 from sluice.cli_sql import positive_int, whole_number
 from sluice.config import LOG_LEVELS, get_settings
 from sluice.db import articles, make_engine, store
-from sluice.db.migrate import upgrade
+from sluice.db.migrate import upgrade, upgrade_existing
 from sluice.ingest import ingest_lines
 from sluice.inputs import InputProblem, iter_lines, read_url_list
 from sluice.records import Status
@@ -180,7 +180,7 @@ def watch_status(interval: float = 2.0) -> int:
     are redrawn in place; piped or logged, each snapshot is appended under its UTC time (a
     live display would show nothing there until it stopped)."""
     settings = get_settings()
-    upgrade(settings.database_url)
+    upgrade_existing(settings.database_url)
     engine = make_engine(settings.database_url)
     before = None
     display = Live(console=console, auto_refresh=False) if console.is_terminal else None

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from sluice.config import get_settings
 from sluice.db import make_engine
-from sluice.db.migrate import upgrade
+from sluice.db.migrate import upgrade_existing
 from sluice.export import EXPORT_COLUMNS, FORMATS, ExportQuery, export_rows
 from sluice.records import Status
 from sluice.search import USABLE_STATUSES, search
@@ -123,9 +123,10 @@ def parse_statuses(values: Sequence[str]) -> tuple[str, ...]:
 
 
 def _ready_engine() -> sa.Engine:
-    """An engine on a database at the latest revision (the views and search need it)."""
+    """An engine on an existing database at the latest revision (the views and search need
+    it)."""
     url = get_settings().database_url
-    upgrade(url)
+    upgrade_existing(url)
     return make_engine(url)
 
 

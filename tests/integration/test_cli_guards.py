@@ -1,6 +1,7 @@
 """What the reading commands guard against, through the real `sluice` command line on SQLite
 and Postgres: a question that would change the table, crawled text that would drive the
-terminal, a mistaken export that would wipe the previous one."""
+terminal, a mistaken export that would wipe the previous one, a database that is missing or
+newer than this Sluice."""
 
 from __future__ import annotations
 
@@ -101,3 +102,46 @@ def test_export_mistake_keeps_the_previous_file(database_url: str, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert output.read_bytes() != previous
     assert [path.name for path in output.parent.iterdir()] == [output.name]
+
+
+@pytest.mark.parametrize("command", [("status",), ("status", "--watch"), ("sql", "SELECT 1"),
+                                     ("search", "river"), ("export",), ("sites",),
+                                     ("feeds", "list")])
+def test_reading_commands_create_no_database(tmp_path: Path, command: tuple[str, ...]) -> None:
+    missing = tmp_path / "elsewhere" / "sluice.db"
+    missing.parent.mkdir()
+    result = run_sluice(*command, env=sluice_env(f"sqlite:///{missing}"), timeout=60)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.startswith(f"no database at {missing}:")
+    assert len(result.stderr.splitlines()) == 1
+    assert list(missing.parent.iterdir()) == []
+
+
+def set_revision(database_url: str, revision: str) -> None:
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = :revision"),
+                     {"revision": revision})
+    engine.dispose()
+
+
+@pytest.mark.parametrize("command", [("status",), ("sql", "SELECT 1"), ("export",),
+                                     ("feeds", "add", "https://news.example/feed.xml"),
+                                     ("db", "upgrade")])
+def test_a_newer_database_is_a_one_line_error(database_url: str,
+                                              command: tuple[str, ...]) -> None:
+    set_revision(database_url, "9999")
+    result = run_sluice(*command, env=sluice_env(database_url), timeout=60)
+    assert result.returncode == 2, result.stdout
+    assert "'9999'" in result.stderr and "created by a newer Sluice" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_reading_commands_still_migrate_an_older_database(database_url: str) -> None:
+    from sluice.db.migrate import downgrade
+
+    downgrade(database_url, "0001")
+    result = run_sluice("sql", "SELECT count(*) AS n FROM usable_articles", "--format", "json",
+                        env=sluice_env(database_url), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"n": 0}]
