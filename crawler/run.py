@@ -101,6 +101,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         entries = [json.loads(line) for line in _read_lines(args.urls_file)]
         return run_spider(UrlsSpider, log_level=args.log_level, source=args.source,
                           urls=[entry["url"] for entry in entries],
+                          sources={entry["url"]: entry["source"] for entry in entries
+                                   if entry.get("source")},
                           render={entry["url"]: entry["render"] for entry in entries
                                   if entry.get("render")})
     return run_feeds_crawl(_read_lines(args.feeds_file), log_level=args.log_level)

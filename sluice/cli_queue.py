@@ -124,7 +124,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
         console.print("nothing to retry")
         return 0
     if not settings.redis_url:
-        return _crawl_retry([json.dumps({"url": url}) for url, _ in rows])
+        # Each row keeps its source, as on the Redis path (a row without one: "retry").
+        return _crawl_retry([json.dumps({"url": url, "source": source}) for url, source in rows])
     client = frontier.connect(settings.redis_url)
     entries = [frontier.FrontierEntry(url=url, source=source, retry=True) for url, source in rows]
     pushed = frontier.push(client, entries, frontier.PRIORITY_RETRY)

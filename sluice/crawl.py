@@ -45,7 +45,8 @@ def run_crawl(feed_urls: Sequence[str], settings: Settings, source: str,
 def run_urls(entries: Sequence[str], settings: Settings, source: str,
              env: Mapping[str, str] | None = None, progress: Progress | None = None,
              poll_seconds: float = 1.0) -> CrawlReport:
-    """Fetch article URLs (JSON lines: url, render) in a child process, as `run_crawl` does."""
+    """Fetch article URLs (JSON lines: url, render, source) in a child process, as
+    `run_crawl` does; a line without a source gets `source`."""
     return run_crawler_process("--urls-file", entries, settings, source, env, progress,
                                poll_seconds)
 

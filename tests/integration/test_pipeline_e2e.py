@@ -5,6 +5,8 @@ Every URL the feeds list must end with exactly one row in the status a reader wo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 import sqlalchemy as sa
 
@@ -103,3 +105,22 @@ def test_distributed_crawl_into_postgres_with_a_worker(
     assert wait_until(settled, timeout=90)
     assert rows_by_path(pg_url, demo_site.base_url) == rows
     assert snapshot(pg_url) == first
+
+
+def test_embedded_retry_keeps_each_rows_source(sqlite_url: str, demo_site: SiteServer) -> None:
+    now = datetime.now(UTC)
+    failed = {"status": "fetch_failed", "reason": "timeout", "discovered_at": now,
+              "updated_at": now, "attempts": 1}
+    listed, unlisted = (demo_site.url(path) for path in ("/articles/footbridge.html",
+                                                         "/articles/library-reopens.html"))
+    engine = make_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(articles.insert(), [{**failed, "url": listed, "source": "feeds.txt"},
+                                         {**failed, "url": unlisted, "source": None}])
+    result = run_sluice("retry", env=sluice_env(sqlite_url, SLUICE_BROWSER__RENDER="never"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    with engine.connect() as conn:
+        rows = dict(conn.execute(sa.select(articles.c.url, articles.c.source)).all())
+    engine.dispose()
+    # As on the Redis path: a row keeps its source; one that had none is marked "retry".
+    assert rows == {listed: "feeds.txt", unlisted: "retry"}
