@@ -2,10 +2,9 @@
 
 The statement goes to the driver as written (no bind-parameter parsing, so `':'` and `'%'` in
 literals are safe), alone (several statements are refused), inside a transaction that commits on
-success. The transaction is read-only
-unless the caller asks for writes (`sluice sql --write`): a question cannot change the table by
-accident. Rows print as a table (long values shortened), CSV or JSON; for large result sets use
-`sluice export`, which streams.
+success. The transaction is read-only unless the caller asks for writes (`sluice sql --write`):
+a question cannot change the table by accident. Rows print as a table (long values shortened),
+CSV or JSON; for large result sets use `sluice export`, which streams.
 """
 
 from __future__ import annotations
