@@ -45,7 +45,7 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
         pending = [url for url, status in stale if status is Status.PENDING]
         queued = [url for url, status in stale if status is Status.QUEUED]
         if pending:
-            store.renew_lease(conn, pending, lease_seconds, count_attempt=False)
+            store.keep_leases(conn, pending, lease_seconds, Status.PENDING)
         if queued and redis_url:
             store.requeue(conn, queued, lease_seconds=None)
     if given_up:

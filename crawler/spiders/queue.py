@@ -24,6 +24,7 @@ from crawler.spiders.base import ArticleSpider
 from crawler.spiders.feeds import FeedsSpider
 from sluice.db import make_engine, store
 from sluice.frontier import FRONTIER_KEY, FrontierEntry
+from sluice.records import Status
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
             if urls:
                 store.renew_lease(conn, urls, lease)
             if waiting:
-                store.keep_leases(conn, waiting, lease)
+                store.keep_leases(conn, waiting, lease, Status.QUEUED)
 
     def closed(self, reason: str) -> None:
         if self.lease_loop is not None and self.lease_loop.running:

@@ -21,7 +21,6 @@ metadata = sa.MetaData(
 )
 
 
-
 class UTCDateTime(sa.TypeDecorator[datetime]):
     """A timestamp with a time zone, written in UTC. SQLite stores no zone: a value with
     another offset would be stored as its local wall-clock time and read back as UTC."""

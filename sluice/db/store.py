@@ -182,21 +182,21 @@ def give_up_classifying(conn: sa.Connection, max_attempts: int) -> int:
     return int(result.rowcount or 0)
 
 
-def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int,
-                count_attempt: bool = True) -> None:
-    """Extend the lease of in-flight rows; `count_attempt` when this hands them out again."""
-    values: dict[str, Any] = {"lease_until": utcnow() + timedelta(seconds=lease_seconds)}
-    if count_attempt:
-        values["attempts"] = articles.c.attempts + 1
-    conn.execute(articles.update().where(articles.c.url.in_(urls)).values(**values))
+def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
+    """Lease rows a crawler has just popped, counting the hand-out."""
+    conn.execute(articles.update().where(articles.c.url.in_(urls))
+                 .values(lease_until=utcnow() + timedelta(seconds=lease_seconds),
+                         attempts=articles.c.attempts + 1))
 
 
-def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) -> None:
-    """Extend the leases of rows a crawler still holds `queued` (waiting for their turn)."""
+def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int,
+                status: Status) -> None:
+    """Extend the leases of rows still in `status` (nothing counted): `queued` rows a crawler
+    still holds, `pending` rows the sweep hands to the workers again."""
     for start in range(0, len(urls), 1000):
         conn.execute(articles.update()
                      .where(articles.c.url.in_(urls[start:start + 1000]),
-                            articles.c.status == Status.QUEUED)
+                            articles.c.status == status)
                      .values(lease_until=utcnow() + timedelta(seconds=lease_seconds)))
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -86,6 +86,14 @@ def ingest(site: SiteServer, env: dict[str, str], tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"queued {TOTAL} URLs" in result.stdout
     assert f"line {TOTAL + 1}: " in result.stderr
+
+
+def ingest_urls(urls: Iterable[str], env: dict[str, str], tmp_path: Path,
+                *options: str) -> None:
+    """`sluice ingest` of these URLs, one a line, as a user would run it."""
+    (tmp_path / "urls.txt").write_text("\n".join(urls) + "\n")
+    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt"),
+                    *options], env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
 
 
 class Crawler:
@@ -222,10 +230,7 @@ def test_two_crawlers_share_the_per_site_concurrency(
 def ingest_and_crawl_twice(site: SiteServer, stories: int, env: dict[str, str],
                            tmp_path: Path) -> None:
     """Ingest `stories` URLs of the site, fetch them with two crawler processes."""
-    lines = "\n".join(site.url(story_path(number)) for number in range(stories))
-    (tmp_path / "urls.txt").write_text(lines)
-    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    ingest_urls((site.url(story_path(number)) for number in range(stories)), env, tmp_path)
     crawlers = [Crawler(env), Crawler(env)]
     try:
         assert wait_until(lambda: status_counts(env["SLUICE_DATABASE_URL"]).get("queued", 0) == 0
@@ -289,9 +294,7 @@ def test_failed_urls_can_be_retried_through_the_duplicate_filter(
     with SiteServer(Path("/nonexistent"), routes={"/news/*": flaky.route}) as site:
         env = sluice_env(pg_url, redis_url, SLUICE_FETCH__RETRIES="0",
                          SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-        (tmp_path / "urls.txt").write_text("\n".join(site.url(story_path(n)) for n in range(5)))
-        subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                       env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        ingest_urls((site.url(story_path(n)) for n in range(5)), env, tmp_path)
         worker = WorkerProcess(env)
         crawler = Crawler(env)
         try:
@@ -316,10 +319,7 @@ def test_a_crawler_stopped_with_sigterm_fails_no_page(
     Ctrl-C sends) must not turn the pages in hand into failures: the rest wait for the next
     crawler, which finishes them."""
     env = sluice_env(pg_url, redis_url, SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-    (tmp_path / "urls.txt").write_text("\n".join(bulk_site.url(story_path(n))
-                                                 for n in range(0, 2000, 20)))
-    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    ingest_urls((bulk_site.url(story_path(n)) for n in range(0, 2000, 20)), env, tmp_path)
     worker = WorkerProcess(env)
     crawler = Crawler(env)
     try:
@@ -351,10 +351,7 @@ def test_urls_waiting_for_their_site_keep_their_leases(
     env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="1",
                      SLUICE_FETCH__PER_SITE_DELAY="1", SLUICE_LEASE_SECONDS=str(lease),
                      SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
-    (tmp_path / "urls.txt").write_text("\n".join(bulk_site.url(story_path(n))
-                                                 for n in range(stories)))
-    subprocess.run([sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")],
-                   env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+    ingest_urls((bulk_site.url(story_path(n)) for n in range(stories)), env, tmp_path)
     engine = make_engine(pg_url)
     crawler = Crawler(env)
     requeued = 0
@@ -392,8 +389,6 @@ def test_ingest_refresh_fetches_a_page_fetched_minutes_ago_again(
         env = sluice_env(pg_url, redis_url, SLUICE_BROWSER__RENDER="never",
                          SLUICE_EXTRACT_WORKERS="1")
         url = site.url(story_path(1))
-        (tmp_path / "urls.txt").write_text(url + "\n")
-        ingest_file = [sys.executable, "-m", "sluice.cli", "ingest", str(tmp_path / "urls.txt")]
 
         def title() -> str | None:
             engine = make_engine(pg_url)
@@ -403,14 +398,13 @@ def test_ingest_refresh_fetches_a_page_fetched_minutes_ago_again(
             engine.dispose()
             return row.title if row.status == "success" else None
 
-        subprocess.run(ingest_file, env=env, cwd=PROJECT_ROOT, check=True, capture_output=True)
+        ingest_urls([url], env, tmp_path)
         worker = WorkerProcess(env)
         crawler = Crawler(env)
         try:
             assert wait_until(lambda: title() == "Story, version 1", timeout=120, interval=0.5)
             edited.version = 2
-            subprocess.run([*ingest_file, "--refresh"], env=env, cwd=PROJECT_ROOT, check=True,
-                           capture_output=True)
+            ingest_urls([url], env, tmp_path, "--refresh")
             assert wait_until(lambda: title() == "Story, version 2", timeout=60, interval=0.5)
         finally:
             crawler.stop()
