@@ -1,7 +1,9 @@
 """Bulk ingestion: every URL gets its `queued` row first, then goes to the shared frontier.
 
-Rows are written in chunks, so a file of hundreds of thousands of URLs streams through with
-flat memory; invalid lines are reported with their line numbers and never stop the batch.
+Rows are written in chunks, so a file of millions of URLs streams through: what stays in memory
+is a hash of each URL (about 70 MB a million), so that a URL repeated anywhere in the file is
+reported as a duplicate. Invalid lines are reported with their line numbers and never stop the
+batch.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str
     report = IngestReport()
     engine = make_engine(database_url)
     client = frontier.connect(redis_url)
+    seen: set[int] = set()  # every URL of the file so far, hashed: see read_url_list
     for chunk in _chunks(lines, CHUNK):
-        listed = read_url_list_chunk(chunk)
+        listed = read_url_list_chunk(chunk, seen)
         report.problems.extend(listed[1])
         with engine.begin() as conn:
             new = record_queued(conn, listed[0], source, refresh)
@@ -56,10 +59,11 @@ def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str
     return report
 
 
-def read_url_list_chunk(chunk: Sequence[tuple[int, str | bytes]]
+def read_url_list_chunk(chunk: Sequence[tuple[int, str | bytes]], seen: set[int]
                         ) -> tuple[list[ListedURL], list[InputProblem]]:
-    """Parse a chunk of (line number, line), keeping the original line numbers."""
-    parsed = read_url_list(line for _, line in chunk)
+    """Parse a chunk of (line number, line), keeping the original line numbers; `seen`
+    carries the URLs of the earlier chunks, so a repeat of one is a duplicate here too."""
+    parsed = read_url_list((line for _, line in chunk), seen)
     numbers = [number for number, _ in chunk]
     urls = [ListedURL(item.url, numbers[item.line - 1], item.options) for item in parsed.urls]
     problems = [InputProblem(numbers[p.line - 1], p.text, p.reason, p.message)

@@ -50,11 +50,16 @@ class URLList:
     problems: tuple[InputProblem, ...]
 
 
-def read_url_list(lines: Iterable[str | bytes]) -> URLList:
-    """Read one URL per line (or a JSON object with a `url` key); `#` starts a comment."""
+def read_url_list(lines: Iterable[str | bytes], seen: set[int] | None = None) -> URLList:
+    """Read one URL per line (or a JSON object with a `url` key); `#` starts a comment.
+
+    A URL already read is a `duplicate`. `seen` holds the `hash()` of each URL read: a file
+    read in chunks passes the same set to every chunk, so a URL repeated thousands of lines
+    apart is reported as one next to it is, in about 70 bytes a URL rather than the URL's own.
+    """
     urls: list[ListedURL] = []
     problems: list[InputProblem] = []
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for number, raw in enumerate(lines, start=1):
         text = _decode(raw).strip()
         if not text or text.startswith("#"):
@@ -64,10 +69,10 @@ def read_url_list(lines: Iterable[str | bytes]) -> URLList:
         except InvalidURL as exc:
             problems.append(InputProblem(number, text[:200], exc.reason, str(exc)))
             continue
-        if listed.url in seen:
+        if hash(listed.url) in seen:
             problems.append(InputProblem(number, text[:200], "duplicate", "duplicate URL"))
             continue
-        seen.add(listed.url)
+        seen.add(hash(listed.url))
         urls.append(listed)
     return URLList(tuple(urls), tuple(problems))
 

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
+from sluice.ingest import CHUNK
 from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
 from tests.sites import article_html, story_number, story_path
 from workers.sweep import sweep
@@ -410,3 +411,26 @@ def test_ingest_refresh_fetches_a_page_fetched_minutes_ago_again(
             crawler.stop()
             worker.stop()
     assert site.hits.count(story_path(1)) == 2
+
+
+@pytest.mark.parametrize("database", ["sqlite_url", "pg_url"])
+@pytest.mark.parametrize("refresh", [(), ("--refresh",)])
+def test_a_url_repeated_far_apart_is_a_duplicate_as_one_repeated_next_to_it(
+    database: str, refresh: tuple[str, ...], redis_url: str, tmp_path: Path,
+    request: pytest.FixtureRequest
+) -> None:
+    """The file is recorded in chunks; a repeat in a later chunk is no "already stored" row."""
+    urls = [f"https://news.example/story-{number}" for number in range(CHUNK + 600)]
+    urls[1] = urls[0]  # the next line
+    urls[CHUNK + 500] = urls[2]  # two chunks apart
+    database_url = request.getfixturevalue(database)
+    (tmp_path / "urls.txt").write_text("\n".join(urls) + "\n")
+    result = subprocess.run([sys.executable, "-m", "sluice.cli", "ingest",
+                             str(tmp_path / "urls.txt"), *refresh],
+                            env=sluice_env(database_url, redis_url), cwd=PROJECT_ROOT,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert f"queued {len(urls) - 2} URLs (0 already stored, 2 invalid lines)" in result.stdout
+    assert result.stderr.splitlines() == [
+        f"line 2: duplicate: duplicate URL ('{urls[0]}')",
+        f"line {CHUNK + 501}: duplicate: duplicate URL ('{urls[2]}')"]
