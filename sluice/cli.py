@@ -21,6 +21,7 @@ from rich.table import Table
 from sluice.cli_feeds import register as register_feeds_commands
 from sluice.cli_queue import register as register_queue_commands
 from sluice.cli_queue import report_problems
+from sluice.cli_sql import keep_search_terms
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import SettingsSourceError, get_settings
 from sluice.db import make_engine, store
@@ -33,7 +34,14 @@ err_console = Console(stderr=True)
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["search"]:
+        arguments[1:] = keep_search_terms(arguments[1:])
+    args, extras = parser.parse_known_args(arguments)
+    if extras and hasattr(args, "query") and not any(arg.startswith("--") for arg in extras):
+        args.query += extras  # search words after an option, which argparse leaves over
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not hasattr(args, "handler"):
         parser.print_help()

@@ -69,7 +69,8 @@ def _register_export(commands: SubParsers) -> None:
 
 def _register_search(commands: SubParsers) -> None:
     found = commands.add_parser("search", help="ranked full-text search over titles and texts")
-    found.add_argument("query", help='words, "phrases", OR, -excluded')
+    found.add_argument("query", nargs="+", help='words, "phrases", OR, -excluded (several '
+                       "arguments are read as one query)")
     found.add_argument("--limit", type=positive_int, default=20,
                        help="at most this many results (default: %(default)s)")
     found.add_argument("--status", action="append", default=[], metavar="STATUS",
@@ -77,6 +78,21 @@ def _register_search(commands: SubParsers) -> None:
     found.add_argument("--format", choices=SQL_FORMATS, default="table",
                        help="output format (default: %(default)s)")
     found.set_defaults(handler=cmd_search)
+
+
+def keep_search_terms(arguments: Sequence[str]) -> list[str]:
+    """The arguments of `sluice search` with each excluded word (`-river`) kept as a term of
+    the query. argparse takes an argument that starts with '-' for an option and fails on one it
+    does not know; search has no short option but -h, so any other `-WORD` (before a `--`) is
+    a term. It is passed on with a leading space, which argparse reads as a positional
+    argument and the search ignores."""
+    kept = list(arguments)
+    for index, argument in enumerate(kept):
+        if argument == "--":
+            break
+        if argument.startswith("-") and argument[1:2] not in ("", "-") and argument != "-h":
+            kept[index] = " " + argument
+    return kept
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -218,7 +234,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     engine = _ready_engine()
     try:
         with engine.connect() as conn:
-            hits = search(conn, args.query, limit=args.limit, statuses=statuses)
+            hits = search(conn, " ".join(args.query), limit=args.limit, statuses=statuses)
     finally:
         engine.dispose()
     rows = [(round(hit.rank, 4), hit.title, hit.url, hit.status, hit.snippet) for hit in hits]

@@ -495,6 +495,18 @@ def test_search_command_line(database: str) -> None:
         f"{NEWS}/river-cleanup", f"{NEWS}/budget"]
 
 
+@pytest.mark.parametrize("words", [("-volunteers", "river"), ("river", "-volunteers"),
+                                   ("river", "--limit", "5", "-volunteers"),
+                                   ("--", "-volunteers", "river"), ("river -volunteers",)])
+def test_search_command_line_reads_an_exclusion_as_part_of_the_query(
+        database: str, words: tuple[str, ...]) -> None:
+    """An exclusion first (`sluice search -volunteers river`) or among the words is a term of
+    the query, not an unknown option."""
+    result = run_sluice("search", "--format", "json", *words, env=sluice_env(database))
+    assert result.returncode == 0, result.stderr
+    assert [hit["url"] for hit in json.loads(result.stdout)] == [f"{NEWS}/budget"]
+
+
 # --- the README's example queries ---------------------------------------------------------------
 
 README_EXPECTED: dict[str, list[tuple[Any, ...]]] = {}  # filled below, keyed by comment line
