@@ -1,7 +1,9 @@
 """Feed parsing: RSS 0.9x/1.0/2.0, Atom and JSON Feed bodies into article entries.
 
 feedparser reads the XML kinds (and JSON Feed); this module resolves relative links against the
-feed's own URL, canonicalises them, drops duplicates and entries without a usable link.
+feed's own URL, canonicalises them, drops duplicates and entries without a usable link. A feed is
+capped in bytes and, as one sitemap is, in entries: past the cap its first entries are kept and
+the reading says it stopped short (`too_many_entries`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import feedparser
 
+from sluice.discovery.sitemaps import DEFAULT_MAX_ENTRIES
 from sluice.errors import FeedError, InvalidURL
 from sluice.urls import canonicalize_url, join_url
 
@@ -49,6 +52,7 @@ class ParsedFeed:
     title: str | None
     entries: tuple[FeedEntry, ...]
     skipped: int = 0
+    partial: str | None = None  # why entries past the first were left out: too_many_entries
 
 
 def looks_like_feed(body: bytes, content_type: str = "") -> bool:
@@ -73,12 +77,14 @@ def _sniff_head(body: bytes) -> bytes:
     return head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
 
 
-def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed:
-    """Parse a feed body. Raises `FeedError` when it is not a feed at all."""
+def parse_feed(body: bytes, feed_url: str, content_type: str = "",
+               max_entries: int = DEFAULT_MAX_ENTRIES) -> ParsedFeed:
+    """Parse a feed body, keeping its first `max_entries` entries (`partial` says when there
+    were more). Raises `FeedError` when it is not a feed at all."""
     if len(body) > MAX_FEED_BYTES:
         raise FeedError(f"feed larger than {MAX_FEED_BYTES} bytes", "too_large")
     if _is_json_feed(body, content_type):
-        return _parse_json_feed(body, feed_url)
+        return _parse_json_feed(body, feed_url, max_entries)
     headers = {"content-location": feed_url}
     if body.startswith(_BOMS):
         # The byte-order mark says the encoding: a served type (text/html, a charset) would
@@ -92,16 +98,17 @@ def parse_feed(body: bytes, feed_url: str, content_type: str = "") -> ParsedFeed
     if not version and not parsed.entries:
         detail = parsed.get("bozo_exception")
         raise FeedError(f"not a feed ({detail or 'no entries and no feed version'})")
-    entries, skipped = _collect_entries(parsed.entries, feed_url)
+    entries, skipped, partial = _collect_entries(parsed.entries, feed_url, max_entries)
     title = parsed.feed.get("title") or None
-    return ParsedFeed(kind=_kind_of(version), title=title, entries=entries, skipped=skipped)
+    return ParsedFeed(kind=_kind_of(version), title=title, entries=entries, skipped=skipped,
+                      partial=partial)
 
 
 def _is_json_feed(body: bytes, content_type: str) -> bool:
     return "json" in content_type.lower() or _sniff_head(body).startswith(b"{")
 
 
-def _parse_json_feed(body: bytes, feed_url: str) -> ParsedFeed:
+def _parse_json_feed(body: bytes, feed_url: str, max_entries: int) -> ParsedFeed:
     """JSON Feed 1.0/1.1 (feedparser reads only the XML kinds)."""
     try:
         document = json.loads(body)
@@ -114,9 +121,10 @@ def _parse_json_feed(body: bytes, feed_url: str) -> ParsedFeed:
          "id": item.get("id"), "published_parsed": _iso_struct(item.get("date_published"))}
         for item in document["items"] if isinstance(item, dict)
     ]
-    entries, skipped = _collect_entries(raw_entries, feed_url)
+    entries, skipped, partial = _collect_entries(raw_entries, feed_url, max_entries)
     title = document.get("title") if isinstance(document.get("title"), str) else None
-    return ParsedFeed(kind="jsonfeed", title=title, entries=entries, skipped=skipped)
+    return ParsedFeed(kind="jsonfeed", title=title, entries=entries, skipped=skipped,
+                      partial=partial)
 
 
 def _iso_struct(value: object) -> time.struct_time | None:
@@ -138,11 +146,15 @@ def _kind_of(version: str) -> str:
     return "feed"
 
 
-def _collect_entries(raw_entries: list[Any], feed_url: str) -> tuple[tuple[FeedEntry, ...], int]:
+def _collect_entries(raw_entries: list[Any], feed_url: str, max_entries: int
+                     ) -> tuple[tuple[FeedEntry, ...], int, str | None]:
+    """The first `max_entries` raw entries as `FeedEntry`s; how many had no usable link; and
+    `too_many_entries` when there were more."""
+    partial = "too_many_entries" if len(raw_entries) > max_entries else None
     seen: set[str] = set()
     entries: list[FeedEntry] = []
     skipped = 0
-    for raw in raw_entries:
+    for raw in raw_entries[:max_entries]:
         url = _entry_url(raw, feed_url)
         if url is None:
             skipped += 1
@@ -154,7 +166,7 @@ def _collect_entries(raw_entries: list[Any], feed_url: str) -> tuple[tuple[FeedE
                                  published=_entry_date(raw)))
     if skipped:
         logger.info("feed %s: %d entries without a usable link skipped", feed_url, skipped)
-    return tuple(entries), skipped
+    return tuple(entries), skipped, partial
 
 
 def _entry_url(raw: Any, feed_url: str) -> str | None:

@@ -130,6 +130,9 @@ def read_feed(body: bytes, url: str, content_type: str) -> SourceReading:
         feed = parse_feed(body, url, content_type)
     except FeedError as exc:
         return SourceReading("feed", exc.reason, detail=str(exc))
+    if feed.partial:
+        # As a sitemap past its cap: its first entries are read, the visit goes on.
+        logger.warning("feed %s: %s", url, feed.partial)
     found = tuple(FoundArticle(entry.url, published=entry.published) for entry in feed.entries)
     return SourceReading(feed.kind, title=feed.title, articles=found)
 

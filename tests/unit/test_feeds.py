@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sluice.discovery.feeds import looks_like_feed, parse_feed
+from sluice.discovery.sitemaps import DEFAULT_MAX_ENTRIES
+from sluice.discovery.sources import read_source
 from sluice.errors import FeedError
 
 RSS2 = b"""<?xml version="1.0" encoding="utf-8"?>
@@ -122,3 +124,34 @@ def test_garbage_never_raises_anything_but_feed_error(body: bytes) -> None:
     except FeedError:
         return
     assert parse_feed(body, "https://x.example/feed") == first
+
+
+def test_a_feed_past_the_entry_cap_keeps_its_first_entries_and_says_so() -> None:
+    items = "".join(f"<item><link>https://news.example/{i}</link></item>" for i in range(5))
+    body = f"<rss version='2.0'><channel>{items}</channel></rss>".encode()
+    capped = parse_feed(body, "https://news.example/feed", max_entries=3)
+    assert [entry.url for entry in capped.entries] == [f"https://news.example/{i}"
+                                                       for i in range(3)]
+    assert capped.partial == "too_many_entries"
+    assert parse_feed(body, "https://news.example/feed", max_entries=5).partial is None
+
+
+@pytest.mark.parametrize("kind", ["feed", "sitemap"])
+def test_a_feed_is_capped_and_reported_as_a_sitemap_is(
+        kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    """One entry past the cap, read as a source: the first DEFAULT_MAX_ENTRIES articles, the
+    visit `ok`, and one warning naming the source and too_many_entries."""
+    links = [f"https://news.example/{i}" for i in range(DEFAULT_MAX_ENTRIES + 1)]
+    if kind == "feed":
+        body = json.dumps({"version": "https://jsonfeed.org/version/1.1", "title": "Big",
+                           "items": [{"id": link, "url": link} for link in links]}).encode()
+        url, ctype = "https://news.example/feed.json", "application/feed+json"
+    else:
+        body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + "".join(
+            f"<url><loc>{link}</loc></url>" for link in links) + "</urlset>").encode()
+        url, ctype = "https://news.example/sitemap.xml", "application/xml"
+    reading = read_source(body, url, ctype)
+    assert reading.status == "ok"
+    assert [found.url for found in reading.articles] == links[:DEFAULT_MAX_ENTRIES]
+    assert [record.getMessage() for record in caplog.records
+            if record.levelname == "WARNING"] == [f"{kind} {url}: too_many_entries"]
