@@ -138,12 +138,12 @@ def parse_statuses(values: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def _ready_engine() -> sa.Engine:
+def _ready_engine(declared_types: bool = False) -> sa.Engine:
     """An engine on an existing database at the latest revision (the views and search need
-    it)."""
+    it); `declared_types`: see `make_engine`."""
     url = get_settings().database_url
     upgrade_existing(url)
-    return make_engine(url)
+    return make_engine(url, declared_types)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -153,7 +153,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
         except ShellMissing as exc:
             err_console.print(str(exc), markup=False, highlight=False)
             return 127
-    engine = _ready_engine()
+    # Typed as on Postgres: the same JSON, CSV and table from both databases.
+    engine = _ready_engine(declared_types=True)
     try:
         outcome = run_statement(engine, args.statement, args.format, sys.stdout, args.write)
     except sa.exc.DBAPIError as exc:

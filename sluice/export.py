@@ -83,7 +83,10 @@ def plain_value(value: Any) -> Any:
 
 
 def json_ready(value: Any) -> Any:
-    """A value json.dumps can write: timestamps as ISO 8601, decimals as floats."""
+    """A value json.dumps can write: timestamps as ISO 8601 in UTC (Postgres gives them in the
+    session's time zone), decimals as floats."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).isoformat()
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Decimal):

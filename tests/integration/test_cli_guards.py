@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,27 @@ def test_tables_show_crawled_text_inert(database_url: str, command: tuple[str, .
     assert not CONTROLS.search(result.stdout), repr(result.stdout)
     assert "[red]x[/red] :smile:" in result.stdout and "\U0001f604" not in result.stdout
     assert "https://evil.example" in result.stdout  # shown as text, not a link
+
+
+def test_sql_json_is_the_same_from_both_databases(database_url: str) -> None:
+    """Each column's JSON type and value as Postgres gives them, from SQLite too (which gave
+    timestamps as "2026-01-09 08:00:00.000000", booleans as 1 and JSON columns as strings),
+    and timestamps in UTC from a Postgres session in another time zone."""
+    seoul = timezone(timedelta(hours=9))
+    insert_article(database_url, rendered=True, suitable=False, suitability_score=0.875,
+                   char_count=1300, structure={"paragraphs": 3, "headings": [1, 2]},
+                   published_at=datetime(2026, 1, 9, 17, 0, tzinfo=seoul),
+                   fetched_at=datetime(2026, 1, 9, 8, 0, 0, 250000, tzinfo=UTC))
+    result = run_sluice("sql", "SELECT url, rendered, suitable, suitability_score, char_count, "
+                        "structure, published_at, fetched_at, lease_until FROM articles",
+                        "--format", "json", env=sluice_env(database_url, PGTZ="Asia/Seoul"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{
+        "url": "https://news.example/a", "rendered": True, "suitable": False,
+        "suitability_score": 0.875, "char_count": 1300,
+        "structure": {"paragraphs": 3, "headings": [1, 2]},
+        "published_at": "2026-01-09T08:00:00+00:00",
+        "fetched_at": "2026-01-09T08:00:00.250000+00:00", "lease_until": None}]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
