@@ -25,8 +25,9 @@ def _cache_dir(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) 
     """Where WCXB extractions are cached: the training cache if set, else pytest's cache."""
     if os.environ.get("SLUICE_CLASSIFICATION_CACHE"):
         return Path(os.environ["SLUICE_CLASSIFICATION_CACHE"])
-    if config.cache is not None:
-        return Path(config.cache.mkdir("classification"))
+    cache = getattr(config, "cache", None)  # absent when run with -p no:cacheprovider
+    if cache is not None:
+        return Path(cache.mkdir("classification"))
     return tmp_path_factory.mktemp("classification")
 
 
