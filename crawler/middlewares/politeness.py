@@ -1,7 +1,9 @@
 """Per-site politeness shared by every crawler process, through Redis.
 
-Each site has a sorted set of slots (held requests, each expiring on its own should a crawler
-die) and a "next request allowed at" time. One atomic script takes a slot only when the site has
+Each site has a sorted set of slots (held requests) and a "next request allowed at" time. A
+crawler renews the slots it holds every few seconds, so those of a crawler that died expire
+within `SLOT_SECONDS` and its sites go on at once with the others, instead of staying blocked
+for as long as a download may take. One atomic script takes a slot only when the site has
 a free one and its delay has passed, on the Redis server's clock, so ten crawler processes on
 ten machines together still send at most `per_site_concurrency` requests to a site at a time,
 and wait the site's delay between them: `per_site_delay`, or longer where its robots.txt asks
@@ -15,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from typing import Any, Self
 
 import redis
 import redis.asyncio as aioredis
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
@@ -46,7 +49,20 @@ if delay > 0 then
 end
 return '0'
 """
+# Renews the slots a live crawler holds (only those still there: a released or expired slot is
+# not brought back), and keeps their sites' sets from expiring under them.
+RENEW = """
+local t = redis.call('TIME')
+local until_ = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', until_, ARGV[i + 1])
+  redis.call('EXPIRE', key, math.ceil(tonumber(ARGV[1])) + 60)
+end
+return 0
+"""
 BUSY_POLL_SECONDS = 0.05
+# How long a slot outlives the crawler holding it; it is renewed every third of this.
+SLOT_SECONDS = 15.0
 
 
 class SharedPolitenessMiddleware:
@@ -55,10 +71,15 @@ class SharedPolitenessMiddleware:
         self.crawler = crawler
         self.client = aioredis.Redis.from_url(settings.redis_url)
         self.acquire = self.client.register_script(ACQUIRE)
+        self.renew = self.client.register_script(RENEW)
         self.limit = settings.fetch.per_site_concurrency
         self.delay = settings.fetch.per_site_delay
-        # A slot is never held longer than a download may take, plus a margin.
+        # A slot is never renewed longer than a download may take, plus a margin: one held
+        # longer was lost inside this process and must not block its site for good.
         self.hold = settings.fetch.timeout + settings.browser.navigation_timeout + 30
+        self.held: dict[str, tuple[str, float]] = {}  # token -> (slots key, taken at)
+        self.renewer: asyncio.Task[None] | None = None
+        crawler.signals.connect(self.stop_renewing, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -73,6 +94,7 @@ class SharedPolitenessMiddleware:
         keys = [f"sluice:site:{host}:slots", f"sluice:site:{host}:next"]
         try:
             await self._acquire(keys, token, self.site_delay(host))
+            self.held[token] = (keys[0], time.monotonic())
         except redis.RedisError as exc:
             # Redis is down: fall back to this process's own per-site concurrency (Scrapy's) for
             # this request rather than fail a page over a politeness lock.
@@ -95,9 +117,11 @@ class SharedPolitenessMiddleware:
         return self.crawler.get_extension(CrawlDelay)
 
     async def _acquire(self, keys: list[str], token: str, delay: float) -> None:
+        if self.renewer is None:
+            self.renewer = asyncio.ensure_future(self._keep_slots())
         while True:
             wait = float(await self.acquire(keys=keys,
-                                            args=[self.limit, delay, token, self.hold]))
+                                            args=[self.limit, delay, token, SLOT_SECONDS]))
             if wait == 0:
                 return
             self.crawler.stats.inc_value("sluice/politeness/waits")
@@ -114,7 +138,29 @@ class SharedPolitenessMiddleware:
     async def _release(self, request: Request) -> None:
         slot: Any = request.meta.pop("sluice_slot", None)
         if slot is not None:
+            self.held.pop(slot[1], None)
             try:
                 await self.client.zrem(slot[0], slot[1])
             except redis.RedisError:
-                pass  # the slot expires by itself after `hold` seconds
+                pass  # the slot expires by itself, no longer renewed
+
+    async def _keep_slots(self) -> None:
+        """Renew the slots this crawler holds, every third of their life, while it runs."""
+        while True:
+            await asyncio.sleep(SLOT_SECONDS / 3)
+            now = time.monotonic()
+            self.held = {token: held for token, held in self.held.items()
+                         if now - held[1] < self.hold}
+            if not self.held:
+                continue
+            tokens = list(self.held)
+            try:
+                await self.renew(keys=[self.held[token][0] for token in tokens],
+                                 args=[SLOT_SECONDS, *tokens])
+            except redis.RedisError as exc:
+                logger.warning("could not renew site slots (%s): they expire in %s s",
+                               type(exc).__name__, SLOT_SECONDS)
+
+    def stop_renewing(self) -> None:
+        if self.renewer is not None:
+            self.renewer.cancel()

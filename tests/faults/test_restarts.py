@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
-from tests.integration.test_bulk_ingest import Crawler, article, beat, status_counts
+from tests.integration.test_bulk_ingest import Crawler, article, beat, ingest_urls, status_counts
 from tests.sites import story_number, story_path
 
 pytestmark = pytest.mark.integration
@@ -192,3 +192,43 @@ def assert_terminal_once(database_url: str, urls: list[str]) -> None:
     # A fault is never recorded as the page's fault: every page was fetched and classified.
     assert {status for status, _ in statuses} <= {"success", "truncated", "unsuitable_content"}, \
         statuses
+
+
+class Arrivals:
+    """A site whose pages take two seconds; notes when each request arrives."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def route(self, handler: SiteHandler) -> Reply:
+        self.times.append(time.monotonic())
+        time.sleep(2)
+        return Reply(200, article(story_number(handler.path)),
+                     {"Content-Type": "text/html; charset=utf-8"})
+
+
+def test_a_killed_crawlers_sites_go_on_with_the_others_within_seconds(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A crawler killed mid-download held its sites' shared slots: the next crawler may fetch
+    from them once those slots lapse (seconds), not after the longest a download may take
+    (80 s with the default timeouts)."""
+    arrivals = Arrivals()
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": arrivals.route}) as slow_site:
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="2",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        urls = [slow_site.url(story_path(number)) for number in range(40)]
+        ingest_urls(urls, env, tmp_path)
+        first = Crawler(env)
+        try:
+            assert wait_until(lambda: len(arrivals.times) >= 2, timeout=60, interval=0.1)
+            first.kill()  # both of the site's slots are held, their downloads in flight
+            killed_at = time.monotonic()
+        finally:
+            first.stop()
+        second = Crawler(env)
+        try:
+            assert wait_until(lambda: arrivals.times[-1] > killed_at, timeout=120, interval=0.5)
+        finally:
+            second.stop()
+    assert arrivals.times[-1] - killed_at < 40

@@ -200,8 +200,9 @@ def test_crawler_and_worker_killed_halfway_lose_nothing(
 class InFlight:
     """Counts requests being served at once, to catch two crawlers hammering one site."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = 0.2) -> None:
         self.lock = threading.Lock()
+        self.seconds = seconds  # how long each page takes
         self.now = 0
         self.peak = 0
 
@@ -209,7 +210,7 @@ class InFlight:
         with self.lock:
             self.now += 1
             self.peak = max(self.peak, self.now)
-        time.sleep(0.2)
+        time.sleep(self.seconds)
         with self.lock:
             self.now -= 1
         number = story_number(handler.path)
@@ -226,6 +227,32 @@ def test_two_crawlers_share_the_per_site_concurrency(
         ingest_and_crawl_twice(site, 120, env, tmp_path)
     assert counter.peak <= 3
     assert counter.peak >= 2  # both crawlers did work at once, within the limit
+
+
+def test_a_slow_download_keeps_its_site_slot_to_the_end(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A download longer than a shared slot's life without renewal (15 s) still holds the
+    site's only slot until it ends: another crawler does not send the site a second request
+    meanwhile."""
+    counter = InFlight(seconds=18)
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": counter.route}) as site:
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__PER_SITE_CONCURRENCY="1",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        crawlers = [Crawler(env)]
+        try:
+            ingest_urls([site.url(story_path(0))], env, tmp_path)
+            assert wait_until(lambda: counter.now == 1, timeout=60, interval=0.1)
+            # The busy crawler pops nothing more until its download ends: the page below
+            # goes to a second one, which must wait for the site's slot.
+            crawlers.append(Crawler(env))
+            ingest_urls([site.url(story_path(1))], env, tmp_path)
+            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
+                              and len(site.hits) >= 2, timeout=120, interval=0.5)
+        finally:
+            for crawler in crawlers:
+                crawler.stop()
+    assert counter.peak == 1
 
 
 def ingest_and_crawl_twice(site: SiteServer, stories: int, env: dict[str, str],
