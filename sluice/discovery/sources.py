@@ -21,6 +21,7 @@ from sluice.discovery.autodiscover import find_feed_links
 from sluice.discovery.feeds import looks_like_feed, parse_feed
 from sluice.discovery.listing import find_article_links
 from sluice.discovery.sitemaps import (
+    DEFAULT_MAX_ENTRIES,
     DiscoveryError,
     EntryKind,
     parse_sitemap,
@@ -108,7 +109,8 @@ def looks_like_text_sitemap(body: bytes, content_type: str) -> bool:
 
 
 def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role.DETECT,
-                known_pattern: str | None = None) -> SourceReading:
+                known_pattern: str | None = None,
+                sitemap_max_entries: int = DEFAULT_MAX_ENTRIES) -> SourceReading:
     """Read a source response as `role` (detecting it when `Role.DETECT`)."""
     kind = detect_role(body, content_type, url) if role is Role.DETECT else role
     if kind == "robots":
@@ -117,7 +119,7 @@ def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role
         if not looks_like_sitemap(body) and looks_like_feed(body):
             # The sitemaps protocol accepts RSS 2.0 and Atom feeds as sitemaps too.
             return read_feed(body, url, content_type)
-        return read_sitemap(body, url)
+        return read_sitemap(body, url, sitemap_max_entries)
     if kind is Role.FEED:
         return read_feed(body, url, content_type)
     if role is Role.DETECT:
@@ -137,14 +139,15 @@ def read_feed(body: bytes, url: str, content_type: str) -> SourceReading:
     return SourceReading(feed.kind, title=feed.title, articles=found)
 
 
-def read_sitemap(body: bytes, url: str) -> SourceReading:
+def read_sitemap(body: bytes, url: str, max_entries: int = DEFAULT_MAX_ENTRIES
+                 ) -> SourceReading:
     """A `urlset` gives articles (with `lastmod` and Google News dates); an index gives child
     sitemaps. Entries read before an error are kept."""
     articles: list[FoundArticle] = []
     children: list[FollowUp] = []
     status = "ok"
     try:
-        for entry in parse_sitemap(body, base_url=url):
+        for entry in parse_sitemap(body, base_url=url, max_entries=max_entries):
             if entry.kind is EntryKind.SITEMAP:
                 children.append(FollowUp(entry.url, Role.SITEMAP))
             else:
