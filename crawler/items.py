@@ -42,13 +42,18 @@ class FailureItem:
 
 @dataclass(slots=True)
 class FeedResultItem:
-    """What happened when a feed itself was fetched."""
+    """What a visit of a scheduled source found: the source itself (its status, kind, title and
+    validators) and, with it, the sources it led to (`entries` counts all their articles)."""
 
     url: str
     status: str
     kind: str | None = None
     title: str | None = None
     entries: int = 0
+    # Sources followed from this one in the visit, how many failed, the first problem.
+    followed: int = 0
+    followed_failed: int = 0
+    first_problem: str | None = None
     # Validators for the next conditional GET.
     etag: str | None = None
     last_modified: str | None = None

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from sluice.cli_queue import report_problems
 from sluice.config import get_settings
@@ -17,6 +18,7 @@ from sluice.db.migrate import upgrade, upgrade_existing
 from sluice.errors import InvalidURL
 from sluice.inputs import InputProblem, iter_lines, read_url_list
 from sluice.schedule import format_interval, parse_interval
+from sluice.sql import CELL_CONTROLS
 from sluice.urls import canonicalize_url
 
 console = Console()
@@ -110,10 +112,12 @@ def cmd_feeds_list(args: argparse.Namespace) -> int:
     with _engine(reading=True).connect() as conn:
         rows = list_feeds(conn)
     table = Table(title=f"{len(rows)} sources")
-    for name in ("url", "kind", "every", "next due", "last status", "failures", "entries"):
+    for name in ("url", "kind", "every", "next due", "last status", "failures", "entries",
+                 "followed", "first problem"):
         table.add_column(name, overflow="fold")
     for row in rows:
-        table.add_row(*feed_columns(row))
+        # As plain text: a URL or a problem's detail holding `[...]` is not rich markup.
+        table.add_row(*(Text(cell.translate(CELL_CONTROLS)) for cell in feed_columns(row)))
     console.print(table)
     return 0
 
@@ -124,9 +128,12 @@ def feed_columns(row: FeedRow, now: datetime | None = None) -> list[str]:
     if row.next_due_at is not None:
         seconds = int((row.next_due_at - (now or datetime.now(UTC))).total_seconds())
         due = "now" if seconds <= 0 else f"in {format_interval(seconds)}"
+    followed = str(row.sources_followed)
+    if row.sources_failed:
+        followed += f" ({row.sources_failed} failed)"
     return [row.url, row.kind or "?", format_interval(row.interval_seconds), due,
             row.last_status or "never fetched", str(row.consecutive_failures),
-            str(row.entries_seen)]
+            str(row.entries_seen), followed, row.first_problem or ""]
 
 
 def cmd_feeds_remove(args: argparse.Namespace) -> int:

@@ -15,6 +15,9 @@ _MAX_DOUBLINGS = 16
 # The longest interval a source may have: a yearly source is checked yearly, and a due date
 # stays far inside what the databases can store.
 MAX_INTERVAL_SECONDS = 366 * 86400
+# A visit's status when the source answered but every source it pointed to failed and no
+# article was found (see `sluice.discovery.visits`).
+FOLLOWED_SOURCES_FAILED = "followed_sources_failed"
 
 
 def parse_interval(text: str) -> int:
@@ -57,5 +60,10 @@ def next_due_at(fetched_at: datetime, interval: int, failures: int, cap: int) ->
 
 
 def is_failure(status: str) -> bool:
-    """A feed visit's status that counts towards back-off (`ok` and `not_modified` do not)."""
-    return status not in ("ok", "not_modified")
+    """A feed visit's status that counts towards back-off (`ok` and `not_modified` do not).
+
+    Nor does `followed_sources_failed`: the source itself answered and was read, and what it
+    points to (child sitemaps, announced feeds) is usually fixed or replaced on the site's own
+    schedule, which a doubled interval would only notice late.
+    """
+    return status not in ("ok", "not_modified", FOLLOWED_SOURCES_FAILED)

@@ -119,8 +119,10 @@ COLUMN_NOTES: dict[str, dict[str, str]] = {
         "etag": "ETag of the last response (conditional requests).",
         "last_modified": "Last-Modified of the last response (conditional requests).",
         "last_fetched_at": "Last poll.",
-        "consecutive_failures": "Failed polls in a row (0 after a success).",
-        "entries_seen": "Entries in the last poll.", "created_at": "First seen.",
+        "consecutive_failures": "Failed polls in a row (0 after a success); they stretch the "
+                                "interval. Only the source's own failures count.",
+        "entries_seen": "Articles found in the last visit: in the source and in the sources "
+                        "it followed.", "created_at": "First seen.",
     },
     "page_bodies": {
         "url": "Canonical URL, as in `articles`.", "encoding": "Declared or detected encoding.",

@@ -119,7 +119,8 @@ class StorePipeline:
                                             self.settings.lease_seconds)
                 elif isinstance(item, FeedResultItem):
                     store.record_feed_result(conn, item.url, item.status, item.kind, item.title,
-                                             item.entries)
+                                             item.entries, item.followed, item.followed_failed,
+                                             item.first_problem)
                 elif isinstance(item, FailureItem):
                     rows.append(failure_row(item.url, item.reason, item.source, item.http_status,
                                             item.final_url, item.rendered))

@@ -8,17 +8,24 @@ that only points to others (robots.txt, a sitemap index, a home page announcing 
 in full, since what it points to may have changed when it has not. Discovered articles already
 stored are not fetched again unless they are older than the maximum age, a sitemap's `lastmod`
 says they changed, or a refresh is asked for.
+
+The sources a scheduled source points to are fetched within its visit, by the callback of the
+source's own response, and the visit ends with one `FeedResultItem` for the source's row: its
+own status and validators, and the articles, followed sources, failures and first problem of
+the whole visit (`sluice.discovery.visits`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
 import scrapy
 from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
@@ -42,6 +49,7 @@ from sluice.discovery.sources import (
     SourceReading,
     read_source,
 )
+from sluice.discovery.visits import SourceVisit
 from sluice.urls import host_of
 
 SOURCE_PRIORITY = 10
@@ -108,48 +116,104 @@ class FeedsSpider(ArticleSpider):
             self._load_source_states([url])
         state = self.source_states.get(url) or SourceState()
         headers = {} if state.kind in POINTER_KINDS else _validators(state)
-        return self._source_request(url, url, Role.DETECT, depth=0, headers=headers)
-
-    def _source_request(self, url: str, root: str, role: Role, depth: int,
-                        headers: dict[str, str] | None = None, **meta: Any) -> scrapy.Request:
         return scrapy.Request(url, callback=self.parse_feed, errback=self.feed_failed,
                               headers=headers, dont_filter=True, priority=SOURCE_PRIORITY,
+                              meta={"sluice_feed": url, "sluice_role": Role.DETECT.value,
+                                    "sluice_depth": 0})
+
+    def _followed_request(self, url: str, root: str, role: Role, depth: int,
+                          **meta: Any) -> scrapy.Request:
+        """A source found by another: fetched by the visit itself, not through the scheduler
+        (see `_visit_followed`), so it has no callback, as robots.txt requests have none."""
+        return scrapy.Request(url, callback=NO_CALLBACK, dont_filter=True,
                               meta={"sluice_feed": root, "sluice_role": role.value,
                                     "sluice_depth": depth, **meta})
 
-    # --- callbacks ----------------------------------------------------------------------------
+    # --- a visit ------------------------------------------------------------------------------
 
     async def parse_feed(self, response: Response) -> AsyncIterator[Any]:
-        root, depth = response.meta["sluice_feed"], response.meta.get("sluice_depth", 0)
+        """A scheduled source's response, and then the sources it points to: the visit ends
+        with one `FeedResultItem` describing all of it."""
+        root = response.meta["sluice_feed"]
         if response.status == 304:
             self.crawler.stats.inc_value("sluice/sources/not_modified")
-            if depth == 0:
-                state = self.source_states.get(root) or SourceState()
-                yield FeedResultItem(root, "not_modified", entries=state.entries_seen)
+            state = self.source_states.get(root) or SourceState()
+            yield FeedResultItem(root, "not_modified", entries=state.entries_seen)
             return
-        reason = reason_for_status(response.status)
-        if reason is not None:
-            for item in self._source_failed(root, response.url, depth, reason):
-                yield item
+        reading = await self._reading(response)
+        if isinstance(reading, str):
+            yield FeedResultItem(root, reading)
             return
-        try:
-            reading = await asyncio.to_thread(self._read, response)
-        except Exception:
-            # The edge of discovery: a reader bug on one odd source is logged and recorded
-            # on the source's row, and the crawl goes on with the other sources.
-            self.logger.exception("source %s could not be read", response.url)
-            for item in self._source_failed(root, response.url, depth, "unreadable_source"):
-                yield item
-            return
-        self.crawler.stats.inc_value(f"sluice/sources/{reading.kind}")
-        if depth == 0:
-            yield self._visit_result(root, reading, response)
+        visit = SourceVisit()
+        visit.add_source(root, reading)
         async for item in self._articles(reading.articles, root):
             yield item
-        for follow in reading.follow:
-            request = self._follow_request(follow, response, reading)
-            if request is not None:
-                yield request
+        async for item in self._visit_followed(reading, response, visit):
+            yield item
+        yield self._visit_result(root, reading, response, visit)
+
+    async def _visit_followed(self, reading: SourceReading, response: Response,
+                              visit: SourceVisit) -> AsyncIterator[Any]:
+        """Fetch the sources `reading` points to, and those they point to in turn, a few at a
+        time, adding each one's outcome to `visit` and crawling its articles.
+
+        They are downloaded here (`engine.download_async`) rather than scheduled, so the whole
+        visit runs in this one callback: with Redis, a scheduled request may be taken by another
+        crawler process, which would never tell this one how it went. At most the site's
+        concurrency of them are in hand at once, so a large index holds few bodies in memory.
+        """
+        root = response.meta["sluice_feed"]
+        waiting = deque(self._follow_requests(reading, response))
+        fetching: set[asyncio.Task[tuple[str, SourceReading | str, Response | None]]] = set()
+        width = self.sluice_settings.fetch.per_site_concurrency
+        try:
+            while waiting or fetching:
+                while waiting and len(fetching) < width:
+                    fetching.add(asyncio.ensure_future(self._fetch_followed(waiting.popleft())))
+                done, fetching = await asyncio.wait(fetching, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    url, outcome, followed = task.result()
+                    visit.add_followed(url, outcome)
+                    if isinstance(outcome, SourceReading) and followed is not None:
+                        async for item in self._articles(outcome.articles, root):
+                            yield item
+                        waiting.extend(self._follow_requests(outcome, followed))
+        finally:
+            for task in fetching:  # the crawl is closing: the visit is not recorded
+                task.cancel()
+
+    async def _fetch_followed(self, request: scrapy.Request
+                              ) -> tuple[str, SourceReading | str, Response | None]:
+        """A followed source's URL, its reading (or the reason it failed) and its response."""
+        assert self.crawler.engine is not None
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:
+            # What an errback would be given for a scheduled request: every download failure
+            # (network, robots.txt, SSRF guard, retries given up) maps to a reason code.
+            failure = Failure(exc)
+            failure.request = request  # type: ignore[attr-defined]
+            reason = reason_for_failure(failure)
+            self._source_failed(request.url, reason)
+            return request.url, reason, None
+        return request.url, await self._reading(response), response
+
+    async def _reading(self, response: Response) -> SourceReading | str:
+        """What a source's response held, or the reason code it could not be read."""
+        reason = reason_for_status(response.status)
+        if reason is None:
+            try:
+                reading = await asyncio.to_thread(self._read, response)
+            except Exception:
+                # The edge of discovery: a reader bug on one odd source is logged and recorded
+                # on the source's row, and the crawl goes on with the other sources.
+                self.logger.exception("source %s could not be read", response.url)
+                reason = "unreadable_source"
+            else:
+                self.crawler.stats.inc_value(f"sluice/sources/{reading.kind}")
+                return reading
+        self._source_failed(response.url, reason)
+        return reason
 
     def _read(self, response: Response) -> SourceReading:
         role = Role(response.meta.get("sluice_role", Role.DETECT.value))
@@ -160,14 +224,18 @@ class FeedsSpider(ArticleSpider):
         return read_source(response.body, response.url, content_type, role, pattern,
                            self.sluice_settings.discovery.sitemap_max_entries)
 
-    def _visit_result(self, root: str, reading: SourceReading,
-                      response: Response) -> FeedResultItem:
-        if reading.status != "ok":
-            self.logger.warning("source %s: %s %s", root, reading.status, reading.detail)
+    def _visit_result(self, root: str, reading: SourceReading, response: Response,
+                      visit: SourceVisit) -> FeedResultItem:
+        status = visit.status(reading.status)
+        if status != "ok":
+            self.logger.warning("source %s: %s %s", root, status,
+                                visit.first_problem or reading.detail)
         stored = (self.listing_patterns or {}).get(host_of(response.url))
         pattern = reading.listing_pattern if reading.listing_pattern != stored else None
         return FeedResultItem(
-            root, reading.status, reading.kind, reading.title, len(reading.articles),
+            root, status, reading.kind, reading.title, visit.entries,
+            followed=visit.followed, followed_failed=visit.failed,
+            first_problem=visit.first_problem,
             etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified"),
             listing_pattern=pattern, listing_pattern_failed=reading.pattern_failed)
 
@@ -185,18 +253,23 @@ class FeedsSpider(ArticleSpider):
         for url in wanted:
             yield self.article_request(url, source)
 
+    def _follow_requests(self, reading: SourceReading, response: Response
+                         ) -> list[scrapy.Request]:
+        """The requests for the sources `reading` points to, within the depth limits."""
+        requests = (self._follow_request(follow, response, reading) for follow in reading.follow)
+        return [request for request in requests if request is not None]
+
     def _follow_request(self, follow: FollowUp, response: Response,
                         reading: SourceReading) -> scrapy.Request | None:
-        """The request for a source found by another, within the depth limits."""
         root, depth = response.meta["sluice_feed"], response.meta.get("sluice_depth", 0)
         if follow.role is Role.SITEMAP:
             return self._sitemap_request(follow.url, root, depth, response, reading)
         if follow.role is Role.LISTING:
             if depth + 1 >= self.sluice_settings.discovery.max_listing_pages:
                 return None
-            return self._source_request(follow.url, root, follow.role, depth + 1,
-                                        sluice_pattern=reading.listing_pattern)
-        return self._source_request(follow.url, root, follow.role, depth + 1)
+            return self._followed_request(follow.url, root, follow.role, depth + 1,
+                                          sluice_pattern=reading.listing_pattern)
+        return self._followed_request(follow.url, root, follow.role, depth + 1)
 
     def _sitemap_request(self, url: str, root: str, depth: int, response: Response,
                          reading: SourceReading) -> scrapy.Request | None:
@@ -207,23 +280,20 @@ class FeedsSpider(ArticleSpider):
         if level > self.sluice_settings.discovery.sitemap_max_depth:
             self.logger.debug("sitemap %s nested %s deep, skipped", url, level)
             return None
-        return self._source_request(url, root, Role.SITEMAP, depth + 1,
-                                    sluice_sitemap_level=level)
+        return self._followed_request(url, root, Role.SITEMAP, depth + 1,
+                                      sluice_sitemap_level=level)
 
-    def _source_failed(self, root: str, url: str, depth: int, reason: str
-                       ) -> Iterator[FeedResultItem]:
+    def _source_failed(self, url: str, reason: str) -> None:
         self.crawler.stats.inc_value(f"sluice/sources/failed/{reason}")
         self.logger.warning("source %s failed: %s", url, reason)
-        if depth == 0:
-            yield FeedResultItem(root, reason)
 
     def feed_failed(self, failure: Failure) -> Iterator[FeedResultItem]:
         if is_retry_later(failure):
             return  # the retry's outcome is recorded
         request = failure.request  # type: ignore[attr-defined]
-        yield from self._source_failed(request.meta["sluice_feed"], request.url,
-                                       request.meta.get("sluice_depth", 0),
-                                       reason_for_failure(failure))
+        reason = reason_for_failure(failure)
+        self._source_failed(request.url, reason)
+        yield FeedResultItem(request.meta["sluice_feed"], reason)
 
 
 def _validators(state: SourceState) -> dict[str, str]:

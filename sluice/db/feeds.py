@@ -32,6 +32,9 @@ class FeedRow:
     last_status: str | None
     consecutive_failures: int
     entries_seen: int
+    sources_followed: int = 0
+    sources_failed: int = 0
+    first_problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +73,12 @@ def remove_feed(conn: sa.Connection, url: str) -> bool:
 
 def list_feeds(conn: sa.Connection) -> list[FeedRow]:
     query = sa.select(feeds.c.url, feeds.c.kind, feeds.c.interval_seconds, feeds.c.next_due_at,
-                      feeds.c.last_status, feeds.c.consecutive_failures,
-                      feeds.c.entries_seen).order_by(feeds.c.next_due_at, feeds.c.url)
+                      feeds.c.last_status, feeds.c.consecutive_failures, feeds.c.entries_seen,
+                      feeds.c.sources_followed, feeds.c.sources_failed, feeds.c.first_problem,
+                      ).order_by(feeds.c.next_due_at, feeds.c.url)
     return [FeedRow(row.url, row.kind, row.interval_seconds, as_utc(row.next_due_at),
-                    row.last_status, row.consecutive_failures, row.entries_seen)
+                    row.last_status, row.consecutive_failures, row.entries_seen,
+                    row.sources_followed, row.sources_failed, row.first_problem)
             for row in conn.execute(query)]
 
 

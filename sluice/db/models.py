@@ -88,6 +88,9 @@ page_bodies = sa.Table(
     comment="Raw pages kept for classification and re-extraction without refetching.",
 )
 
+LAST_STATUS_COMMENT = ("ok, not_modified, followed_sources_failed (read, but every source it "
+                       "points to failed) or a reason code.")
+
 feeds = sa.Table(
     "feeds",
     metadata,
@@ -98,10 +101,17 @@ feeds = sa.Table(
     sa.Column("next_due_at", TZDateTime),
     sa.Column("etag", sa.Text),
     sa.Column("last_modified", sa.Text),
-    sa.Column("last_status", sa.Text, comment="ok, not_modified or a reason code."),
+    sa.Column("last_status", sa.Text, comment=LAST_STATUS_COMMENT),
     sa.Column("last_fetched_at", TZDateTime),
     sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
     sa.Column("entries_seen", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("sources_followed", sa.Integer, nullable=False, server_default="0",
+              comment="Sources the last visit followed from this one."),
+    sa.Column("sources_failed", sa.Integer, nullable=False, server_default="0",
+              comment="Of those, the ones that failed."),
+    sa.Column("first_problem", sa.Text,
+              comment=("The last visit's first problem beyond its own status, as `URL: "
+                       "reason`: a followed source that failed, or a source read in part.")),
     sa.Column("render", sa.Text, comment="Per-feed render policy: never, auto, always."),
     sa.Column("created_at", TZDateTime, nullable=False),
 )

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from sluice.db.models import articles, page_bodies
 from sluice.records import Status
+from sluice.schedule import is_failure
 
 Row = Mapping[str, Any]
 
@@ -210,21 +211,25 @@ def start_classifying(conn: sa.Connection, urls: Sequence[str]) -> None:
 
 
 def record_feed_result(conn: sa.Connection, url: str, status: str, kind: str | None,
-                       title: str | None, entries: int) -> None:
-    """Remember what happened to a feed: its kind, last status, and its run of failures."""
+                       title: str | None, entries: int, followed: int = 0,
+                       followed_failed: int = 0, first_problem: str | None = None) -> None:
+    """Remember what a visit of a feed found: its kind, last status, its run of failures, and
+    the articles, followed sources and first problem of the whole visit."""
     from sluice.db.models import feeds
 
     now = utcnow()
-    failed = status not in ("ok", "not_modified")
+    failed = is_failure(status)
     statement = dialect_insert(conn, feeds).values(
         url=url, kind=kind, title=title, last_status=status, last_fetched_at=now,
-        entries_seen=entries, consecutive_failures=int(failed), created_at=now)
+        entries_seen=entries, sources_followed=followed, sources_failed=followed_failed,
+        first_problem=first_problem, consecutive_failures=int(failed), created_at=now)
     excluded = statement.excluded
     statement = statement.on_conflict_do_update(index_elements=["url"], set_={
         "kind": sa.func.coalesce(excluded.kind, feeds.c.kind),
         "title": sa.func.coalesce(excluded.title, feeds.c.title),
         "last_status": excluded.last_status, "last_fetched_at": excluded.last_fetched_at,
-        "entries_seen": excluded.entries_seen,
+        "entries_seen": excluded.entries_seen, "sources_followed": excluded.sources_followed,
+        "sources_failed": excluded.sources_failed, "first_problem": excluded.first_problem,
         "consecutive_failures": (feeds.c.consecutive_failures + 1) if failed else 0,
     })
     conn.execute(statement)

@@ -67,8 +67,10 @@ class FollowUp:
 class SourceReading:
     """What one source response held. `status` is `ok` or a reason code.
 
-    `listing_pattern` is set when a listing pattern proved itself on this page; `pattern_failed`
-    when the stored pattern given no longer held and nothing replaced it (forget it).
+    `problem` is a reason code for a source read only in part (`too_many_entries`, say): its
+    status is `ok` and what was read before the problem is kept. `listing_pattern` is set when
+    a listing pattern proved itself on this page; `pattern_failed` when the stored pattern given
+    no longer held and nothing replaced it (forget it).
     """
 
     kind: str
@@ -78,6 +80,7 @@ class SourceReading:
     follow: tuple[FollowUp, ...] = ()
     listing_pattern: str | None = None
     pattern_failed: bool = False
+    problem: str = ""
     detail: str = field(default="", compare=False)
 
 
@@ -136,7 +139,7 @@ def read_feed(body: bytes, url: str, content_type: str) -> SourceReading:
         # As a sitemap past its cap: its first entries are read, the visit goes on.
         logger.warning("feed %s: %s", url, feed.partial)
     found = tuple(FoundArticle(entry.url, published=entry.published) for entry in feed.entries)
-    return SourceReading(feed.kind, title=feed.title, articles=found)
+    return SourceReading(feed.kind, title=feed.title, articles=found, problem=feed.partial or "")
 
 
 def read_sitemap(body: bytes, url: str, max_entries: int = DEFAULT_MAX_ENTRIES
@@ -145,7 +148,7 @@ def read_sitemap(body: bytes, url: str, max_entries: int = DEFAULT_MAX_ENTRIES
     sitemaps. Entries read before an error are kept."""
     articles: list[FoundArticle] = []
     children: list[FollowUp] = []
-    status = "ok"
+    problem = detail = ""
     try:
         for entry in parse_sitemap(body, base_url=url, max_entries=max_entries):
             if entry.kind is EntryKind.SITEMAP:
@@ -154,10 +157,13 @@ def read_sitemap(body: bytes, url: str, max_entries: int = DEFAULT_MAX_ENTRIES
                 articles.append(_article(entry.url, entry.lastmod, entry.published))
     except DiscoveryError as exc:
         logger.warning("sitemap %s: %s", url, exc.reason)
-        status = exc.reason
+        problem, detail = exc.reason, exc.detail
     kind = "sitemap_index" if children and not articles else "sitemap"
-    return SourceReading(kind, status if not (articles or children) else "ok",
-                         articles=tuple(a for a in articles if a.url), follow=tuple(children))
+    found = tuple(a for a in articles if a.url)
+    if not (articles or children):
+        return SourceReading(kind, problem or "ok", detail=detail)
+    return SourceReading(kind, articles=found, follow=tuple(children), problem=problem,
+                         detail=detail)
 
 
 def read_robots(body: bytes, url: str) -> SourceReading:
