@@ -15,7 +15,8 @@ import sqlalchemy as sa
 
 from sluice.db import make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
-from tests.conftest import run_sluice, sluice_env
+from tests.conftest import run_sluice, sluice_env, wait_until
+from tests.integration.test_bulk_ingest import Crawler
 from tests.integration.test_discovery import rss_items, sitemap_index, urlset
 from tests.sites import article_html, crawl_process, story_path
 
@@ -54,6 +55,10 @@ def visit(site: SiteServer, database_url: str, tmp_path: Path, *paths: str, **se
         assert run_sluice("feeds", "add", site.url(path), "--every", "10m", env=env).returncode == 0
     stats = crawl_process([site.url(path) for path in paths], env, tmp_path)
     assert stats["finish_reason"] == "finished", stats["_stderr"][-3000:]
+    return feed_rows(site, database_url)
+
+
+def feed_rows(site: SiteServer, database_url: str) -> dict[str, dict[str, Any]]:
     engine = make_engine(database_url)
     with engine.connect() as conn:
         found = conn.execute(sa.text("SELECT * FROM feeds")).mappings().all()
@@ -156,3 +161,27 @@ def test_a_sitemap_read_in_part_behind_robots_txt_is_shown(
     assert (robots["sources_followed"], robots["sources_failed"]) == (1, 0)
     assert robots["first_problem"] == problem
     assert listed(site, database_url)["/robots.txt"]["first problem"] == problem
+
+
+def test_with_redis_the_crawler_that_takes_a_source_sums_up_its_visit(
+    site: SiteServer, pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    base = site.base_url
+    children = ["/sitemaps/a.xml", "/sitemaps/b.xml", "/sitemaps/gone.xml"]
+    serve(site, "/sitemaps/index.xml", sitemap_index(base, children))
+    serve(site, "/sitemaps/a.xml", stories(site, 1, 2))
+    serve(site, "/sitemaps/b.xml", stories(site, 3))
+    env = sluice_env(pg_url, redis_url, SLUICE_BROWSER__RENDER="never",
+                     SLUICE_EXTRACT_WORKERS="1")
+    assert run_sluice("feeds", "add", site.url("/sitemaps/index.xml"), env=env).returncode == 0
+    assert "1 due sources pushed" in run_sluice("schedule", "--once", env=env).stdout
+    crawler = Crawler(env)
+    try:
+        assert wait_until(lambda: feed_rows(site, pg_url)["/sitemaps/index.xml"]["last_status"],
+                          timeout=120)
+    finally:
+        crawler.stop()
+    index = feed_rows(site, pg_url)["/sitemaps/index.xml"]
+    assert (index["last_status"], index["entries_seen"]) == ("ok", 3)
+    assert (index["sources_followed"], index["sources_failed"]) == (3, 1)
+    assert index["first_problem"] == f"{base}/sitemaps/gone.xml: http_404"
