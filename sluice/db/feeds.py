@@ -8,7 +8,7 @@ URLs are worth fetching (one query per batch).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -32,9 +32,9 @@ class FeedRow:
     last_status: str | None
     consecutive_failures: int
     entries_seen: int
-    sources_followed: int = 0
-    sources_failed: int = 0
-    first_problem: str | None = None
+    sources_followed: int
+    sources_failed: int
+    first_problem: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +72,9 @@ def remove_feed(conn: sa.Connection, url: str) -> bool:
 
 
 def list_feeds(conn: sa.Connection) -> list[FeedRow]:
-    query = sa.select(feeds.c.url, feeds.c.kind, feeds.c.interval_seconds, feeds.c.next_due_at,
-                      feeds.c.last_status, feeds.c.consecutive_failures, feeds.c.entries_seen,
-                      feeds.c.sources_followed, feeds.c.sources_failed, feeds.c.first_problem,
-                      ).order_by(feeds.c.next_due_at, feeds.c.url)
-    return [FeedRow(row.url, row.kind, row.interval_seconds, as_utc(row.next_due_at),
-                    row.last_status, row.consecutive_failures, row.entries_seen,
-                    row.sources_followed, row.sources_failed, row.first_problem)
+    query = sa.select(*(feeds.c[field.name] for field in fields(FeedRow))).order_by(
+        feeds.c.next_due_at, feeds.c.url)
+    return [FeedRow(**{**row._mapping, "next_due_at": as_utc(row.next_due_at)})
             for row in conn.execute(query)]
 
 
