@@ -140,7 +140,8 @@ def test_a_feed_past_the_entry_cap_keeps_its_first_entries_and_says_so() -> None
 def test_a_feed_is_capped_and_reported_as_a_sitemap_is(
         kind: str, caplog: pytest.LogCaptureFixture) -> None:
     """One entry past the cap, read as a source: the first DEFAULT_MAX_ENTRIES articles, the
-    visit `ok`, and one warning naming the source and too_many_entries."""
+    visit `ok` with the problem the scheduled source's row shows, and one warning naming the
+    source and too_many_entries."""
     links = [f"https://news.example/{i}" for i in range(DEFAULT_MAX_ENTRIES + 1)]
     if kind == "feed":
         body = json.dumps({"version": "https://jsonfeed.org/version/1.1", "title": "Big",
@@ -151,7 +152,7 @@ def test_a_feed_is_capped_and_reported_as_a_sitemap_is(
             f"<url><loc>{link}</loc></url>" for link in links) + "</urlset>").encode()
         url, ctype = "https://news.example/sitemap.xml", "application/xml"
     reading = read_source(body, url, ctype)
-    assert reading.status == "ok"
+    assert (reading.status, reading.problem) == ("ok", "too_many_entries")
     assert [found.url for found in reading.articles] == links[:DEFAULT_MAX_ENTRIES]
     assert [record.getMessage() for record in caplog.records
             if record.levelname == "WARNING"] == [f"{kind} {url}: too_many_entries"]
