@@ -24,6 +24,7 @@ from sluice.cli_queue import report_problems
 from sluice.cli_sql import keep_search_terms
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import SettingsSourceError, get_settings
+from sluice.crawl import INTERRUPTED
 from sluice.db import make_engine, store
 from sluice.db.migrate import UnusableDatabase, upgrade, upgrade_existing
 from sluice.inputs import InputProblem, ListedURL, URLList, iter_lines, read_url_list
@@ -65,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"database error: {reason}", markup=False, highlight=False,
                           soft_wrap=True)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C between crawls (`sluice schedule` waiting for the next round, say).
+        err_console.print("interrupted", highlight=False)
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`sluice export | head`): stop quietly, as other Unix tools do;
         # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
@@ -185,6 +190,8 @@ def crawl_with_progress(mode: str, lines: Sequence[str], source: str,
         if live is not None:
             live.stop()
     console.print(_counts_table(report.counts, report.seconds))
+    if report.interrupted:
+        err_console.print("interrupted", highlight=False)
     return report.exit_code
 
 

@@ -25,6 +25,9 @@ from sluice.records import Status
 
 Progress = Callable[[Mapping[str, int], float], None]
 
+# The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
 
 @dataclass(frozen=True, slots=True)
 class CrawlReport:
@@ -32,6 +35,10 @@ class CrawlReport:
     exit_code: int
     counts: dict[str, int]
     seconds: float
+
+    @property
+    def interrupted(self) -> bool:
+        return self.exit_code == INTERRUPTED
 
 
 def run_crawl(feed_urls: Sequence[str], settings: Settings, source: str,
@@ -67,12 +74,12 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
 
     exit_code = _run_child(mode, lines, source, env, watch, poll_seconds)
     leftover = _queued_since(engine, started) if settings.embedded else []
-    if leftover:
+    if leftover and exit_code != INTERRUPTED:
         # Embedded crawls have no sweep: a URL whose request was lost (a crashed child, a
         # callback that failed) is fetched once more here, so every URL ends with a row.
         entries = [json.dumps({"url": url}) for url in leftover]
         retry_code = _run_child("--urls-file", entries, source, env, watch, poll_seconds)
-        exit_code = exit_code or retry_code
+        exit_code = retry_code if retry_code == INTERRUPTED else exit_code or retry_code
     counts = _counts_since(engine, started)
     with engine.begin() as conn:
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
@@ -83,6 +90,7 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
 
 def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, str] | None,
                watch: Callable[[], None], poll_seconds: float) -> int:
+    """Run one crawl process to its end; its exit status, or INTERRUPTED after a Ctrl-C."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(lines))
     child = subprocess.Popen([sys.executable, "-m", "crawler.run", mode, handle.name,
@@ -91,12 +99,28 @@ def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, s
         while child.poll() is None:
             time.sleep(poll_seconds)
             watch()
+    except KeyboardInterrupt:
+        _wait_for_stop(child)
+        return INTERRUPTED
     finally:
         if child.poll() is None:
             child.terminate()
         exit_code = child.wait()
         os.unlink(handle.name)
     return exit_code
+
+
+def _wait_for_stop(child: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C reaches the whole process group: the crawl process finishes the pages in hand
+    and stops. A second Ctrl-C (or SIGTERM from us) makes it stop at once."""
+    print("interrupted: finishing the pages in hand (Ctrl-C again to stop at once)",
+          file=sys.stderr, flush=True)
+    while True:
+        try:
+            child.wait()
+            return
+        except KeyboardInterrupt:
+            child.terminate()
 
 
 def _queued_since(engine: sa.Engine, started: object) -> list[str]:

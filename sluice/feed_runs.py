@@ -59,6 +59,8 @@ def crawl_due_feeds(settings: Settings, refresh: bool = False) -> int:
         env = {"SLUICE_DISCOVERY__REFRESH": "true"} if refresh else None
         report = run_crawl(due, settings, source="schedule", env=env)
         logger.info("%d due sources crawled (exit %s)", len(due), report.exit_code)
+        if report.interrupted:
+            raise KeyboardInterrupt  # the user's Ctrl-C stops the schedule, not just a round
     return len(due)
 
 
