@@ -23,7 +23,7 @@ from sluice.cli_queue import register as register_queue_commands
 from sluice.cli_queue import report_problems
 from sluice.cli_sql import keep_search_terms
 from sluice.cli_sql import register as register_sql_commands
-from sluice.config import SettingsSourceError, get_settings
+from sluice.config import Settings, SettingsSourceError, get_settings
 from sluice.crawl import INTERRUPTED
 from sluice.db import make_engine, store
 from sluice.db.migrate import UnusableDatabase, upgrade, upgrade_existing
@@ -191,7 +191,10 @@ def crawl_with_progress(mode: str, lines: Sequence[str], source: str,
             live.stop()
     console.print(_counts_table(report.counts, report.seconds))
     if report.interrupted:
-        err_console.print("interrupted", highlight=False)
+        err_console.print(f"interrupted: {report.left_queued} URLs not fetched stay queued; "
+                          "`sluice retry --status queued` fetches them (so does the next "
+                          "crawl, ingest or schedule)",
+                          highlight=False, soft_wrap=True)
     return report.exit_code
 
 
@@ -222,7 +225,26 @@ def cmd_status(args: argparse.Namespace | None) -> int:
     table.add_section()
     table.add_row("total", "", str(sum(count for _, _, count in rows)))
     console.print(table)
+    in_flight = sum(count for status, _, count in rows if status in ("queued", "pending"))
+    if in_flight and settings.embedded:
+        _explain_in_flight(in_flight, settings)
     return 0
+
+
+def _explain_in_flight(in_flight: int, settings: Settings) -> None:
+    """Embedded, nothing sweeps: say what becomes of the rows in flight."""
+    from sluice.crawl import left_in_flight
+
+    left = left_in_flight(settings)
+    if left:
+        console.print(f"{left} rows were left in flight by a run that was stopped or killed: "
+                      "`sluice retry --status queued` fetches them (so does the next crawl, "
+                      "ingest or schedule)",
+                      highlight=False, soft_wrap=True)
+    if in_flight - left:
+        console.print(f"{in_flight - left} rows are in flight in a running crawl (or one "
+                      f"killed less than {settings.lease_seconds} s ago, whose rows the "
+                      "first run after that fetches)", highlight=False, soft_wrap=True)
 
 
 def cmd_sites(args: argparse.Namespace) -> int:

@@ -2,6 +2,12 @@
 
 The crawl itself runs in a child process (`python -m crawler.run`); this side records the run in
 `crawl_runs` and shows progress by counting the rows the run has written so far.
+
+Embedded runs have no sweep, so each run does its part: it first takes back the rows an earlier
+run left in flight (`queued` or `pending` past their lease: that run was interrupted, killed or
+ran out of memory) and fetches them too; while it runs, it keeps the leases of the rows it has
+queued, so a second run beside it does not take them; stopped with Ctrl-C, it lets go of the
+rows it did not fetch, so the next run takes them at once.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from sluice.config import Settings
-from sluice.db import crawl_runs, make_engine
+from sluice.db import crawl_runs, make_engine, store
 from sluice.db.models import articles
 from sluice.db.store import utcnow
 from sluice.records import Status
@@ -35,6 +41,7 @@ class CrawlReport:
     exit_code: int
     counts: dict[str, int]
     seconds: float
+    left_queued: int = 0  # rows an interrupted run did not fetch (the next run does)
 
     @property
     def interrupted(self) -> bool:
@@ -67,25 +74,70 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
     with engine.begin() as conn:
         run_id = conn.execute(crawl_runs.insert().values(source=source, started_at=started)
                               .returning(crawl_runs.c.id)).scalar_one()
+        if settings.embedded:
+            _take_back_in_flight(conn, settings.lease_seconds)
+            if mode == "--urls-file":
+                # The URLs to fetch are rows first, as with Redis: an interrupted run leaves
+                # them `queued`, where `sluice status` shows them and the next run finds them.
+                store.record_discovered(conn, [json.loads(line)["url"] for line in lines],
+                                        source, settings.lease_seconds)
+    kept_at = time.monotonic()
 
     def watch() -> None:
+        nonlocal kept_at
+        if settings.embedded and time.monotonic() - kept_at >= settings.lease_seconds / 3:
+            kept_at = time.monotonic()
+            _keep_leases(engine, started, settings.lease_seconds)
         if progress is not None:
             progress(_counts_since(engine, started), time.monotonic() - clock)
 
-    exit_code = _run_child(mode, lines, source, env, watch, poll_seconds)
+    exit_code = _run_child(mode, lines, source, env, watch, poll_seconds) if lines else 0
     leftover = _queued_since(engine, started) if settings.embedded else []
     if leftover and exit_code != INTERRUPTED:
         # Embedded crawls have no sweep: a URL whose request was lost (a crashed child, a
-        # callback that failed) is fetched once more here, so every URL ends with a row.
-        entries = [json.dumps({"url": url}) for url in leftover]
+        # callback that failed), or one taken back from an earlier run, is fetched here, so
+        # every URL ends with a row.
+        entries = [json.dumps({"url": url, "source": row_source})
+                   for url, row_source in leftover]
         retry_code = _run_child("--urls-file", entries, source, env, watch, poll_seconds)
         exit_code = retry_code if retry_code == INTERRUPTED else exit_code or retry_code
+    left_queued = _let_go(engine, started) if exit_code == INTERRUPTED else 0
     counts = _counts_since(engine, started)
     with engine.begin() as conn:
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
             finished_at=utcnow(), counts=counts, urls_discovered=sum(counts.values())))
     engine.dispose()
-    return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock)
+    return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock, left_queued)
+
+
+def left_in_flight(settings: Settings) -> int:
+    """How many rows earlier runs left in flight past their lease (the next run takes them)."""
+    engine = make_engine(settings.database_url)
+    with engine.connect() as conn:
+        count = len(store.stale_in_flight(conn, limit=100_000))
+    engine.dispose()
+    return count
+
+
+def _take_back_in_flight(conn: sa.Connection, lease_seconds: int) -> None:
+    """Lease to this run the rows earlier runs left in flight: `queued` again, touched now, so
+    the leftover pass below fetches them unless the crawl itself does first."""
+    while stale := [url for url, _ in store.stale_in_flight(conn, limit=1000)]:
+        store.requeue(conn, stale, lease_seconds)
+
+
+def _keep_leases(engine: sa.Engine, started: object, lease_seconds: int) -> None:
+    urls = [url for url, _ in _queued_since(engine, started)]
+    with engine.begin() as conn:
+        store.keep_leases(conn, urls, lease_seconds, Status.QUEUED)
+
+
+def _let_go(engine: sa.Engine, started: object) -> int:
+    """End the leases of the rows an interrupted run did not fetch; returns how many."""
+    urls = [url for url, _ in _queued_since(engine, started)]
+    with engine.begin() as conn:
+        store.keep_leases(conn, urls, 0, Status.QUEUED)
+    return len(urls)
 
 
 def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, str] | None,
@@ -123,11 +175,11 @@ def _wait_for_stop(child: subprocess.Popen[bytes]) -> None:
             child.terminate()
 
 
-def _queued_since(engine: sa.Engine, started: object) -> list[str]:
-    query = sa.select(articles.c.url).where(articles.c.status == Status.QUEUED,
-                                            articles.c.updated_at >= started)
+def _queued_since(engine: sa.Engine, started: object) -> list[tuple[str, str | None]]:
+    query = sa.select(articles.c.url, articles.c.source).where(
+        articles.c.status == Status.QUEUED, articles.c.updated_at >= started)
     with engine.connect() as conn:
-        return list(conn.execute(query).scalars())
+        return [(url, row_source) for url, row_source in conn.execute(query)]
 
 
 def _counts_since(engine: sa.Engine, started: object) -> dict[str, int]:

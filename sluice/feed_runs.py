@@ -52,15 +52,20 @@ def push_due_feeds(settings: Settings) -> int:
 
 def crawl_due_feeds(settings: Settings, refresh: bool = False) -> int:
     """Crawl the due sources now in a child crawl process (embedded). Returns how many."""
-    from sluice.crawl import run_crawl
+    from sluice.crawl import left_in_flight, run_crawl, run_urls
 
     due = claim_due(settings)
     if due:
         env = {"SLUICE_DISCOVERY__REFRESH": "true"} if refresh else None
         report = run_crawl(due, settings, source="schedule", env=env)
         logger.info("%d due sources crawled (exit %s)", len(due), report.exit_code)
-        if report.interrupted:
-            raise KeyboardInterrupt  # the user's Ctrl-C stops the schedule, not just a round
+    elif left_in_flight(settings):
+        # Nothing due, but an earlier run was interrupted: fetch what it left in flight.
+        report = run_urls([], settings, source="schedule")
+    else:
+        return 0
+    if report.interrupted:
+        raise KeyboardInterrupt  # the user's Ctrl-C stops the schedule, not just this round
     return len(due)
 
 

@@ -1,7 +1,8 @@
 """An embedded run (SQLite, no Redis, no sweep) interrupted: Ctrl-C once or twice, or SIGKILL.
 
 The real `sluice` command runs in its own session, as in a terminal, and the signal goes to its
-process group, as a terminal's Ctrl-C does. It stops without a traceback, with exit status 130.
+process group, as a terminal's Ctrl-C does. Whatever stops it, the next run of a command fetches
+what it left in flight, so every URL ends in one terminal row.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 
 from sluice.db import articles, crawl_runs, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
-from tests.conftest import PROJECT_ROOT, wait_until
+from tests.conftest import PROJECT_ROOT, run_sluice, wait_until
 from tests.faults.conftest import fault_env
 from tests.integration.test_bulk_ingest import article
 from tests.sites import story_number, story_path
@@ -88,27 +89,65 @@ def interrupt(process: subprocess.Popen[str], database_url: str, *signals: int
     return process.returncode, stderr
 
 
-def test_ctrl_c_once_or_twice_stops_cleanly(site: SiteServer, sqlite_url: str,
-                                            tmp_path: Path) -> None:
-    """Ctrl-C once: the pages in hand are stored, no traceback, exit status 130, the run is
-    recorded as finished. Ctrl-C twice stops `sluice ingest` at once, as cleanly."""
+def assert_every_url_settled(database_url: str, urls: list[str]) -> None:
+    rows = statuses(database_url)
+    assert {url: rows.get(url) for url in urls} == {url: "success" for url in urls}
+
+
+def test_ctrl_c_stops_cleanly_and_the_same_command_fetches_the_rest(
+        site: SiteServer, sqlite_url: str) -> None:
+    """Ctrl-C once: the pages in hand are stored, no traceback, exit status 130, and the rows
+    not fetched stay `queued`. The same `sluice crawl` again, whose feed now answers 304, takes
+    them back and fetches them (they stayed `queued` for good)."""
     env = fault_env(sqlite_url)
-    code, stderr = interrupt(start_sluice("crawl", site.url("/feed.xml"), env=env),
-                             sqlite_url, signal.SIGINT)
+    feed_url = site.url("/feed.xml")
+    code, stderr = interrupt(start_sluice("crawl", feed_url, env=env), sqlite_url,
+                             signal.SIGINT)
     assert code == 130, stderr
-    assert "Traceback" not in stderr and "interrupted" in stderr
-    assert "queued" in statuses(sqlite_url).values(), "the crawl ended before the interruption"
+    assert "Traceback" not in stderr
+    assert "interrupted" in stderr and "sluice retry --status queued" in stderr
+    left = [url for url, status in statuses(sqlite_url).items() if status == "queued"]
+    assert left, "the crawl ended before the interruption"
     engine = make_engine(sqlite_url)
     with engine.connect() as conn:
         assert conn.execute(sa.select(crawl_runs.c.finished_at)).scalar_one() is not None
     engine.dispose()
+    assert f"{len(left)} rows were left in flight" in run_sluice("status", env=env).stdout
 
+    again = run_sluice("crawl", feed_url, env=env)
+    assert again.returncode == 0, again.stderr
+    assert_every_url_settled(sqlite_url, [site.url(story_path(n)) for n in range(TOTAL)])
+
+
+def test_ctrl_c_twice_or_sigkill_then_retry_or_schedule_fetch_the_rest(
+        site: SiteServer, sqlite_url: str, tmp_path: Path) -> None:
+    """Ctrl-C twice stops `sluice ingest` at once; the URLs not fetched are `queued` rows
+    (before, they had no row at all) and `sluice retry --status queued` fetches them. Then a
+    SIGKILL mid-ingest: once its rows' lease has passed, `sluice schedule --once` (nothing
+    due) fetches them."""
+    env = fault_env(sqlite_url, SLUICE_LEASE_SECONDS="4")
+    urls = [site.url(story_path(n)) for n in range(TOTAL)]
     urls_file = tmp_path / "urls.txt"
-    urls_file.write_text("\n".join(site.url(story_path(n)) for n in range(TOTAL, 2 * TOTAL)))
+    urls_file.write_text("\n".join(urls))
+    code, stderr = interrupt(start_sluice("ingest", str(urls_file), env=env), sqlite_url,
+                             signal.SIGINT, signal.SIGINT)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    assert "queued" in statuses(sqlite_url).values()
+    retry = run_sluice("retry", "--status", "queued", env=env)
+    assert retry.returncode == 0, retry.stderr
+    assert_every_url_settled(sqlite_url, urls)
+
+    more = [site.url(story_path(n)) for n in range(TOTAL, 2 * TOTAL)]
+    urls_file.write_text("\n".join(more))
     before = fetched(sqlite_url)
     process = start_sluice("ingest", str(urls_file), env=env)
     assert wait_until(lambda: fetched(sqlite_url) >= before + 4, timeout=120, interval=0.2)
-    code, stderr = interrupt(process, sqlite_url, signal.SIGINT, signal.SIGINT)
-    assert code == 130, stderr
-    assert "Traceback" not in stderr
-    assert fetched(sqlite_url) < before + TOTAL
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    time.sleep(5)  # past the lease of the killed run's rows
+    status = run_sluice("status", env=env).stdout
+    assert "rows were left in flight" in status
+    schedule = run_sluice("schedule", "--once", env=env)
+    assert schedule.returncode == 0, schedule.stderr
+    assert_every_url_settled(sqlite_url, urls + more)
