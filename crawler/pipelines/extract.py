@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import multiprocessing
 import os
@@ -23,6 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from crawler.items import FailureItem, PageItem
+from crawler.parent_death import die_with_parent
 from sluice.config import Settings, get_settings
 from sluice.gate import GateOptions
 from sluice.pipeline import process_page
@@ -42,23 +41,13 @@ def _warm_up() -> None:
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _die_with_parent()
+    die_with_parent()
 
 
 def _ready() -> int:
     return os.getpid()
 
 
-def _die_with_parent() -> None:
-    """Linux: have the kernel kill this process when its parent (the fork server) exits."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # elsewhere, workers still exit once the crawler closes their queue
-
-
-PR_SET_PDEATHSIG = 1
 # Tries of one page in the pool: a page beside a dying worker is tried again in a fresh pool.
 EXTRACT_ATTEMPTS = 3
 
@@ -152,7 +141,7 @@ class ExtractPipeline:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
-        preload = ["sluice.pipeline"]
+        preload = ["crawler.fork_server_preload", "sluice.pipeline"]
         if self.classify_inline:
             preload.append("sluice.classification.preload")
         context.set_forkserver_preload(preload)

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sluice.db import articles, crawl_runs, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
 from tests.conftest import PROJECT_ROOT, run_sluice, wait_until
-from tests.faults.conftest import fault_env
+from tests.faults.conftest import children_by_parent, descendants, fault_env
 from tests.integration.test_bulk_ingest import article
 from tests.sites import story_number, story_path
 
@@ -33,7 +33,7 @@ TERMINAL = {"success", "truncated", "under_limit", "unsuitable_content", "fetch_
 
 
 def slow_article(handler: SiteHandler) -> Reply:
-    time.sleep(0.5)  # so the run is still going when the signal comes
+    time.sleep(1.0)  # so the run is still going when the signal comes
     return Reply(200, article(story_number(handler.path)),
                  {"Content-Type": "text/html; charset=utf-8"})
 
@@ -151,3 +151,40 @@ def test_ctrl_c_twice_or_sigkill_then_retry_or_schedule_fetch_the_rest(
     schedule = run_sluice("schedule", "--once", env=env)
     assert schedule.returncode == 0, schedule.stderr
     assert_every_url_settled(sqlite_url, urls + more)
+
+
+def running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="latin-1") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def crawl_process(command: int) -> int:
+    for pid in children_by_parent().get(command, []):
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"crawler.run" in handle.read():
+                return pid
+    raise AssertionError("no crawl process")
+
+
+def test_a_killed_crawl_process_leaves_no_process_and_no_url_behind(
+        site: SiteServer, sqlite_url: str) -> None:
+    """The crawl process killed outright mid-crawl (SIGKILL, as the out-of-memory killer does):
+    the command fetches what it left queued and ends, and the extraction pool's fork server
+    and workers die with the crawl process. They ran on for good, holding the command's output
+    open, so `sluice crawl ... | tee log` never ended."""
+    process = start_sluice("crawl", site.url("/feed.xml"), env=fault_env(sqlite_url))
+    assert wait_until(lambda: fetched(sqlite_url) >= 4, timeout=120, interval=0.2)
+    crawl = crawl_process(process.pid)
+    pool = list(descendants(crawl))
+    assert pool, "the extraction pool has not started"
+    os.kill(crawl, signal.SIGKILL)
+    try:
+        process.communicate(timeout=180)
+        assert wait_until(lambda: not any(map(running, pool)), timeout=30)
+    finally:
+        for pid in filter(running, pool):  # only the processes of the crawl this test killed
+            os.kill(pid, signal.SIGKILL)
+    assert_every_url_settled(sqlite_url, [site.url(story_path(n)) for n in range(TOTAL)])
