@@ -74,25 +74,33 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
     with engine.begin() as conn:
         run_id = conn.execute(crawl_runs.insert().values(source=source, started_at=started)
                               .returning(crawl_runs.c.id)).scalar_one()
+        # What is this run's (see `_queued_since`): its feeds' rows, its URLs, those it took back.
+        feeds = set(lines) if mode == "--feeds-file" else set()
+        given = [] if feeds else [json.loads(line)["url"] for line in lines]
+        urls = set(given)
         if settings.embedded:
-            _take_back_in_flight(conn, settings.lease_seconds)
+            urls |= _take_back_in_flight(conn, settings.lease_seconds)
             if mode == "--urls-file":
                 # The URLs to fetch are rows first, as with Redis: an interrupted run leaves
                 # them `queued`, where `sluice status` shows them and the next run finds them.
-                store.record_discovered(conn, [json.loads(line)["url"] for line in lines],
-                                        source, settings.lease_seconds)
+                store.record_discovered(conn, given, source, settings.lease_seconds)
+
+    def queued() -> list[tuple[str, str | None]]:
+        return [(url, row_source) for url, row_source in _queued_since(engine, started)
+                if url in urls or row_source in feeds]
+
     kept_at = time.monotonic()
 
     def watch() -> None:
         nonlocal kept_at
         if settings.embedded and time.monotonic() - kept_at >= settings.lease_seconds / 3:
             kept_at = time.monotonic()
-            _keep_leases(engine, started, settings.lease_seconds)
+            _keep_leases(engine, queued(), settings.lease_seconds)
         if progress is not None:
             progress(_counts_since(engine, started), time.monotonic() - clock)
 
     exit_code = _run_child(mode, lines, source, env, watch, poll_seconds) if lines else 0
-    leftover = _queued_since(engine, started) if settings.embedded else []
+    leftover = queued() if settings.embedded else []
     if leftover and exit_code != INTERRUPTED:
         # Embedded crawls have no sweep: a URL whose request was lost (a crashed child, a
         # callback that failed), or one taken back from an earlier run, is fetched here, so
@@ -101,7 +109,7 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
                    for url, row_source in leftover]
         retry_code = _run_child("--urls-file", entries, source, env, watch, poll_seconds)
         exit_code = retry_code if retry_code == INTERRUPTED else exit_code or retry_code
-    left_queued = _let_go(engine, started) if exit_code == INTERRUPTED else 0
+    left_queued = _let_go(engine, queued()) if exit_code == INTERRUPTED else 0
     counts = _counts_since(engine, started)
     with engine.begin() as conn:
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
@@ -119,22 +127,25 @@ def left_in_flight(settings: Settings) -> int:
     return count
 
 
-def _take_back_in_flight(conn: sa.Connection, lease_seconds: int) -> None:
+def _take_back_in_flight(conn: sa.Connection, lease_seconds: int) -> set[str]:
     """Lease to this run the rows earlier runs left in flight: `queued` again, touched now, so
     the leftover pass below fetches them unless the crawl itself does first."""
+    taken: set[str] = set()
     while stale := [url for url, _ in store.stale_in_flight(conn, limit=1000)]:
         store.requeue(conn, stale, lease_seconds)
+        taken.update(stale)
+    return taken
 
 
-def _keep_leases(engine: sa.Engine, started: object, lease_seconds: int) -> None:
-    urls = [url for url, _ in _queued_since(engine, started)]
+def _keep_leases(engine: sa.Engine, queued: Sequence[tuple[str, str | None]],
+                 lease_seconds: int) -> None:
     with engine.begin() as conn:
-        store.keep_leases(conn, urls, lease_seconds, Status.QUEUED)
+        store.keep_leases(conn, [url for url, _ in queued], lease_seconds, Status.QUEUED)
 
 
-def _let_go(engine: sa.Engine, started: object) -> int:
+def _let_go(engine: sa.Engine, queued: Sequence[tuple[str, str | None]]) -> int:
     """End the leases of the rows an interrupted run did not fetch; returns how many."""
-    urls = [url for url, _ in _queued_since(engine, started)]
+    urls = [url for url, _ in queued]
     with engine.begin() as conn:
         store.keep_leases(conn, urls, 0, Status.QUEUED)
     return len(urls)
@@ -176,6 +187,9 @@ def _wait_for_stop(child: subprocess.Popen[bytes]) -> None:
 
 
 def _queued_since(engine: sa.Engine, started: object) -> list[tuple[str, str | None]]:
+    """Rows `queued` since `started`, this run's and those of any run beside it (`sluice
+    ingest` while `sluice schedule` crawls): the caller keeps its own, so it neither fetches
+    nor holds the others' rows."""
     query = sa.select(articles.c.url, articles.c.source).where(
         articles.c.status == Status.QUEUED, articles.c.updated_at >= started)
     with engine.connect() as conn:

@@ -51,10 +51,16 @@ def feed(handler: SiteHandler) -> Reply:
     return Reply(200, body, {"Content-Type": "application/rss+xml", "ETag": etag})
 
 
+def slower_article(handler: SiteHandler) -> Reply:
+    time.sleep(3.0)  # still in flight when a run beside it ends
+    return Reply(200, article(story_number(handler.path)),
+                 {"Content-Type": "text/html; charset=utf-8"})
+
+
 @pytest.fixture
 def site() -> Iterator[SiteServer]:
-    with SiteServer(Path("/nonexistent"), routes={"/news/*": slow_article,
-                                                  "/feed.xml": feed}) as server:
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": slow_article, "/feed.xml": feed,
+                                                  "/slower/*": slower_article}) as server:
         yield server
 
 
@@ -188,3 +194,24 @@ def test_a_killed_crawl_process_leaves_no_process_and_no_url_behind(
         for pid in filter(running, pool):  # only the processes of the crawl this test killed
             os.kill(pid, signal.SIGKILL)
     assert_every_url_settled(sqlite_url, [site.url(story_path(n)) for n in range(TOTAL)])
+
+
+def test_two_runs_side_by_side_fetch_each_url_once(site: SiteServer, sqlite_url: str,
+                                                  tmp_path: Path) -> None:
+    """`sluice ingest` while `sluice crawl` runs on the same SQLite file: no database error,
+    every URL ends `success`, and each is fetched once. (The crawl's last pass fetched the
+    ingest's URLs still in flight a second time.)"""
+    env = fault_env(sqlite_url)
+    crawl = start_sluice("crawl", site.url("/feed.xml"), env=env)
+    assert wait_until(lambda: fetched(sqlite_url) >= 4, timeout=120, interval=0.2)
+    slower = [site.url(f"/slower/{n}.html") for n in range(16)]
+    urls_file = tmp_path / "urls.txt"
+    urls_file.write_text("\n".join(slower))
+    ingest = start_sluice("ingest", str(urls_file), env=env)
+    for process in (crawl, ingest):
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        assert "Traceback" not in stderr and "locked" not in stderr
+    assert_every_url_settled(sqlite_url, slower + [site.url(story_path(n)) for n in range(TOTAL)])
+    fetches = [path for path in site.hits if not path.startswith(("/feed", "/robots"))]
+    assert sorted(fetches) == sorted(set(fetches))
