@@ -122,7 +122,7 @@ def left_in_flight(settings: Settings) -> int:
     """How many rows earlier runs left in flight past their lease (the next run takes them)."""
     engine = make_engine(settings.database_url)
     with engine.connect() as conn:
-        count = len(store.stale_in_flight(conn, limit=100_000))
+        count = store.count_stale_in_flight(conn)
     engine.dispose()
     return count
 

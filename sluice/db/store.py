@@ -163,11 +163,19 @@ def waiting_since(conn: sa.Connection, before: datetime, limit: int = 10_000
 
 def stale_in_flight(conn: sa.Connection, limit: int = 1000) -> list[tuple[str, Status]]:
     """Rows `queued` or `pending` whose lease has expired: their worker or crawler is gone."""
-    query = (sa.select(articles.c.url, articles.c.status)
-             .where(articles.c.status.in_([Status.QUEUED, Status.PENDING]),
-                    articles.c.lease_until < utcnow())
-             .limit(limit))
+    query = sa.select(articles.c.url, articles.c.status).where(*_stale_conditions()).limit(limit)
     return [(url, Status(status)) for url, status in conn.execute(query)]
+
+
+def count_stale_in_flight(conn: sa.Connection) -> int:
+    """How many rows `stale_in_flight` would find, counted by the database."""
+    return int(conn.execute(sa.select(sa.func.count()).select_from(articles)
+                            .where(*_stale_conditions())).scalar_one())
+
+
+def _stale_conditions() -> tuple[sa.ColumnElement[bool], ...]:
+    return (articles.c.status.in_([Status.QUEUED, Status.PENDING]),
+            articles.c.lease_until < utcnow())
 
 
 def give_up_classifying(conn: sa.Connection, max_attempts: int) -> int:
