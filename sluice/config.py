@@ -86,8 +86,8 @@ class DiscoverySettings(BaseModel):
     max_listing_pages: int = Field(3, ge=1, description="Listing pages followed per visit.")
     sitemap_max_depth: int = Field(3, ge=0, description="Nested sitemap indexes followed.")
     sitemap_max_entries: int = Field(
-        50_000, ge=1, description="Entries read from one sitemap (the protocol's own limit); "
-        "the rest is left unread (`too_many_entries`).")
+        50_000, ge=1, description="Entries read from one sitemap (the protocol's own limit) "
+        "or feed; the rest is left unread (`too_many_entries`).")
     article_max_age_days: float = Field(
         0, ge=0, description="Fetch a stored article again after this many days (0: never).")
     refresh: bool = Field(False, description="Fetch stored articles again on every visit.")

@@ -121,18 +121,19 @@ def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role
     if kind is Role.SITEMAP:
         if not looks_like_sitemap(body) and looks_like_feed(body):
             # The sitemaps protocol accepts RSS 2.0 and Atom feeds as sitemaps too.
-            return read_feed(body, url, content_type)
+            return read_feed(body, url, content_type, sitemap_max_entries)
         return read_sitemap(body, url, sitemap_max_entries)
     if kind is Role.FEED:
-        return read_feed(body, url, content_type)
+        return read_feed(body, url, content_type, sitemap_max_entries)
     if role is Role.DETECT:
         return read_home_page(body, url, known_pattern)
     return read_listing(body, url, known_pattern)
 
 
-def read_feed(body: bytes, url: str, content_type: str) -> SourceReading:
+def read_feed(body: bytes, url: str, content_type: str,
+              max_entries: int = DEFAULT_MAX_ENTRIES) -> SourceReading:
     try:
-        feed = parse_feed(body, url, content_type)
+        feed = parse_feed(body, url, content_type, max_entries)
     except FeedError as exc:
         return SourceReading("feed", exc.reason, detail=str(exc))
     if feed.partial:
