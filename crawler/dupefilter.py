@@ -16,6 +16,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from crawler.fingerprint import fingerprint
 
 DEFAULT_TTL = 3600
+KEY = "sluice:seen"  # shared by every crawler process (each key is `sluice:seen:<fingerprint>`)
 
 
 class ExpiringDupeFilter(RFPDupeFilter):  # type: ignore[misc]
@@ -24,6 +25,7 @@ class ExpiringDupeFilter(RFPDupeFilter):  # type: ignore[misc]
     @classmethod
     def from_crawler(cls, crawler: Any) -> Self:
         instance: Self = super().from_crawler(crawler)
+        instance.key = KEY
         instance.ttl = crawler.settings.getint("SLUICE_DUPEFILTER_TTL", DEFAULT_TTL)
         return instance
 

@@ -7,7 +7,6 @@ from typing import Any
 from crawler.middlewares.render import browser_settings
 from crawler.middlewares.ssrf import ssrf_settings
 from sluice.config import Settings, get_settings
-from sluice.frontier import SCHEDULER_KEY
 
 BOT_NAME = "sluice"
 SPIDER_MODULES = ["crawler.spiders"]
@@ -36,7 +35,7 @@ EXTENSIONS = {"crawler.extensions.crawl_delay.CrawlDelay": 500}
 
 def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[str, Any]:
     """The Scrapy settings for a crawl with these Sluice settings; `shared_frontier` for the
-    long-running crawler processes that share one scheduler queue through Redis."""
+    long-running crawler processes that share the frontier and duplicate filter through Redis."""
     fetch = settings.fetch
     return {
         "BOT_NAME": BOT_NAME,
@@ -82,16 +81,17 @@ def scrapy_settings(settings: Settings, shared_frontier: bool = False) -> dict[s
 
 
 def shared_frontier_settings(redis_url: str) -> dict[str, Any]:
-    """scrapy-redis: one scheduler queue and duplicate filter shared by every crawler process."""
+    """The long-running crawler processes: a duplicate filter shared through Redis, and each
+    process's own in-memory scheduler (oldest first within a priority, as the frontier).
+
+    The scheduler is not shared on purpose. A request is then in exactly one process, the one
+    that popped its URL and keeps its lease alive; when that process dies, its URLs' leases
+    lapse and the sweep pushes them again. Requests in a shared queue could be taken by another
+    process and die with it while the popping process went on renewing their leases."""
     return {
         "REDIS_URL": redis_url,
-        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
-        "SCHEDULER_PERSIST": True,
-        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
-        "SCHEDULER_QUEUE_KEY": SCHEDULER_KEY,
-        "SCHEDULER_SERIALIZER": "crawler.queue_serializer",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
         "DUPEFILTER_CLASS": "crawler.dupefilter.ExpiringDupeFilter",
-        "SCHEDULER_DUPEFILTER_KEY": "sluice:seen",
         "REDIS_START_URLS_AS_ZSET": True,
         "MAX_IDLE_TIME_BEFORE_CLOSE": 0,
         "EXTENSIONS": {**EXTENSIONS, "crawler.extensions.heartbeat.Heartbeat": 500},

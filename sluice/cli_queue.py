@@ -145,7 +145,7 @@ def status_snapshot(engine: sa.Engine, redis_url: str | None) -> dict[str, Any]:
     snapshot: dict[str, Any] = {"at": time.monotonic(), "counts": counts}
     if redis_url:
         client = frontier.connect(redis_url)
-        snapshot["queues"] = frontier.depth(client)
+        snapshot["frontier"] = frontier.depth(client)
         snapshot["crawlers"] = frontier.crawler_heartbeats(client)
         client.close()
     return snapshot
@@ -163,15 +163,14 @@ def watch_tables(now: Mapping[str, Any], before: Mapping[str, Any] | None) -> Gr
             rate = f"{(count - before['counts'].get(status.value, 0)) / seconds:.1f}"
         table.add_row(status.value, str(count), rate)
     parts: list[Any] = [table]
-    if "queues" in now:
-        parts.append(f"frontier: {now['queues']['frontier']} entries waiting, scheduler: "
-                     f"{now['queues']['scheduler']} requests")
+    if "frontier" in now:
+        parts.append(f"frontier: {now['frontier']} entries waiting")
         crawlers = Table(title="crawler processes")
-        for name in ("process", "pages fetched", "items", "last seen (s)"):
+        for name in ("process", "waiting", "pages fetched", "items", "last seen (s)"):
             crawlers.add_column(name)
         for name, beat in sorted(now["crawlers"].items()):
-            crawlers.add_row(name, str(beat.get("pages", 0)), str(beat.get("items", 0)),
-                             f"{time.time() - beat['at']:.0f}")
+            crawlers.add_row(name, str(beat.get("waiting", 0)), str(beat.get("pages", 0)),
+                             str(beat.get("items", 0)), f"{time.time() - beat['at']:.0f}")
         parts.append(crawlers)
     return Group(*parts)
 

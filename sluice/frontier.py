@@ -16,7 +16,6 @@ from typing import Any
 import redis
 
 FRONTIER_KEY = "sluice:frontier"
-SCHEDULER_KEY = "sluice:requests"
 CRAWLERS_KEY = "sluice:crawlers"
 
 # Higher priorities are popped first; within one priority, the oldest entry first.
@@ -84,10 +83,9 @@ def _zadd_new(client: redis.Redis, batch: dict[str, float]) -> int:
     return int(client.zadd(FRONTIER_KEY, batch, nx=True))  # type: ignore[arg-type]
 
 
-def depth(client: redis.Redis) -> dict[str, int]:
-    """Entries waiting in the frontier, and requests waiting in the shared scheduler."""
-    return {"frontier": int(client.zcard(FRONTIER_KEY)),
-            "scheduler": int(client.zcard(SCHEDULER_KEY))}
+def depth(client: redis.Redis) -> int:
+    """Entries waiting in the frontier (each crawler reports what waits in it: heartbeats)."""
+    return int(client.zcard(FRONTIER_KEY))
 
 
 def crawler_heartbeats(client: redis.Redis, max_age: float = 60.0) -> dict[str, dict[str, Any]]:

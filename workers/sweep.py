@@ -69,8 +69,7 @@ def sweep(engine: sa.Engine, redis_url: str | None, lease_seconds: int) -> Sweep
 
 
 def _push_orphans(engine: sa.Engine, client: frontier.redis.Redis) -> int:
-    depth = frontier.depth(client)
-    if depth["frontier"] or depth["scheduler"]:
+    if frontier.depth(client):
         return 0
     with engine.connect() as conn:
         orphans = store.waiting_since(conn, store.utcnow() - ORPHAN_GRACE)

@@ -48,7 +48,9 @@ class Heartbeat:
     def beat(self) -> Any:
         assert self.crawler.stats is not None
         stats = self.crawler.stats.get_stats()
-        report = {"at": time.time(), "pages": stats.get("response_received_count", 0),
+        scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
+        report = {"at": time.time(), "waiting": len(scheduler) if scheduler is not None else 0,
+                  "pages": stats.get("response_received_count", 0),
                   "items": stats.get("item_scraped_count", 0),
                   "statuses": {key.rsplit("/", 1)[-1]: value for key, value in stats.items()
                                if key.startswith("sluice/status/") and key.count("/") == 2}}

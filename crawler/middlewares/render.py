@@ -160,8 +160,9 @@ async def watch_navigations(page: Any, request: Request) -> None:
 def without_browser_options(request: Request) -> Request:
     """The request as it was before this middleware dressed it for the browser.
 
-    A request sent again (a retry) goes back through the scheduler, whose shared queue holds
-    only JSON; the browser's options are objects, and are added again on the way down.
+    A request sent again (a retry) starts afresh: the browser's options and what the last
+    attempt's navigation saw belong to that attempt, and the options are added again on the
+    way down.
     """
     meta = {key: value for key, value in request.meta.items()
             if not key.startswith(("playwright", "sluice_failed_navigation",

@@ -3,9 +3,12 @@
 Any number of these run on any machine that reaches Redis and the database. Each pops a batch of
 entries when it runs dry, idles while the frontier is empty and resumes when work arrives.
 Popped URLs get a lease in the database: if this process dies before writing their rows, the
-sweep finds them once the lease expires and pushes them again. While this process holds a URL
-(until its request leaves the downloader), it keeps the lease alive, so a URL that waits long
-for its site's turn is not taken for lost and fetched twice.
+sweep finds them once the lease expires and pushes them again. Each process schedules its
+requests in its own memory (see `crawler.settings.shared_frontier_settings`), so a URL it holds
+(from the moment its request is scheduled until the request leaves the downloader) is in this
+process and nowhere else. While it holds a URL, it keeps the lease alive, so a URL that waits
+long for its site's turn is not taken for lost and fetched twice, and a URL that dies with
+the process is not kept leased by anyone.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import scrapy
@@ -22,6 +26,7 @@ from scrapy_redis.spiders import RedisSpider
 
 from crawler.spiders.base import ArticleSpider
 from crawler.spiders.feeds import FeedsSpider
+from sluice import frontier
 from sluice.db import make_engine, store
 from sluice.frontier import FRONTIER_KEY, FrontierEntry
 from sluice.records import Status
@@ -41,7 +46,8 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.popped: list[str] = []
-        self.held: dict[str, float] = {}  # URL -> when it was popped (monotonic seconds)
+        # URL -> when it was scheduled here (monotonic seconds), and its frontier entry.
+        self.held: dict[str, tuple[float, FrontierEntry]] = {}
         self.popped_lock = threading.Lock()
         self.lease_loop: Any = None
         self.last_kept = time.monotonic()
@@ -56,6 +62,7 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
 
         self.lease_loop = task.LoopingCall(self._flush_leases)
         self.lease_loop.start(LEASE_FLUSH_SECONDS, now=False)
+        self.crawler.signals.connect(self._hold, signal=signals.request_scheduled)
         self.crawler.signals.connect(self._top_up, signal=signals.request_left_downloader)
         self.crawler.signals.connect(self._let_go, signal=signals.request_left_downloader)
         self.crawler.signals.connect(self._let_go, signal=signals.request_dropped)
@@ -64,9 +71,14 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
 
     def _top_up(self) -> None:
         """Pull the next batch as the downloader drains, not only once the spider is idle
-        (Scrapy notices idleness on a 5-second heartbeat: a crawler would stall in waves)."""
+        (Scrapy notices idleness on a 5-second heartbeat: a crawler would stall in waves).
+        Not while requests still wait here: when extraction holds the downloader back, URLs
+        stay in the frontier, for any crawler, rather than pile up in this process."""
         engine = self.crawler.engine
-        if engine is not None and len(engine.downloader.active) < self.redis_batch_size // 2:
+        if engine is None or engine.scheduler is None:
+            return
+        low = self.redis_batch_size // 2
+        if len(engine.downloader.active) < low and len(engine.scheduler) < low:
             self.schedule_next_requests()
 
     def make_request_from_data(self, data: bytes) -> scrapy.Request | list[Any]:
@@ -77,13 +89,23 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
             return []
         with self.popped_lock:
             self.popped.append(entry.url)
-            self.held[entry.url] = time.monotonic()
         if entry.kind == "feed":
-            return self.feed_request(entry.url)
-        request = ArticleSpider.article_request(self, entry.url, entry.source,
-                                                render_policy=entry.render)
+            request = self.feed_request(entry.url)
+        else:
+            request = ArticleSpider.article_request(self, entry.url, entry.source,
+                                                    render_policy=entry.render)
         # A retry asked for by a user must not be stopped by the duplicate filter.
-        return request.replace(dont_filter=True) if entry.retry else request
+        return request.replace(dont_filter=request.dont_filter or entry.retry,
+                               meta={**request.meta, "sluice_entry": entry})
+
+    def _hold(self, request: scrapy.Request, spider: Any = None) -> None:
+        """A request entered this process's scheduler: a URL popped from the frontier, an
+        article a feed listed, a retry. Its lease is kept alive until it is let go."""
+        url = request.meta.get("sluice_url", request.url)
+        entry = request.meta.get("sluice_entry") or FrontierEntry(
+            url=url, source=request.meta.get("sluice_source"))
+        with self.popped_lock:
+            self.held.setdefault(url, (time.monotonic(), entry))
 
     def _let_go(self, request: scrapy.Request, spider: Any = None) -> None:
         """The request has been fetched (or has failed, or was dropped): its row is written
@@ -101,9 +123,10 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
             urls, self.popped = self.popped, []
             if now - self.last_kept >= lease / 3:
                 self.last_kept = now
-                self.held = {url: popped for url, popped in self.held.items()
-                             if now - popped < HOLD_LIMIT_LEASES * lease}
-                waiting = [url for url, popped in self.held.items() if now - popped >= lease / 3]
+                self.held = {url: held for url, held in self.held.items()
+                             if now - held[0] < HOLD_LIMIT_LEASES * lease}
+                waiting = [url for url, (since, _) in self.held.items()
+                           if now - since >= lease / 3]
         if not urls and not waiting:
             return None
         from twisted.internet import threads
@@ -122,11 +145,33 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
     def closed(self, reason: str) -> None:
         if self.lease_loop is not None and self.lease_loop.running:
             self.lease_loop.stop()
-        self._renew_now()
-        super().closed(reason)  # FeedsSpider's: its discovery database engine
-
-    def _renew_now(self) -> None:
         with self.popped_lock:
             urls, self.popped = self.popped, []
+            unfetched, self.held = list(self.held.values()), {}
         if urls:
             self._renew(urls)
+        if unfetched:
+            self._give_back([entry for _, entry in unfetched])
+        super().closed(reason)  # FeedsSpider's: its discovery database engine
+
+    def _give_back(self, entries: Sequence[FrontierEntry]) -> None:
+        """A stopping crawler's scheduler dies with it: the URLs still waiting in it go back
+        to the frontier at once (as retries: the duplicate filter has seen them), their rows
+        leased to no one, rather than wait out their lease for the sweep."""
+        retried = [replace(entry, retry=True) for entry in entries]
+        feeds = [entry for entry in retried if entry.kind == "feed"]
+        articles = [entry for entry in retried if entry.kind != "feed"]
+        try:
+            client = frontier.connect(self.sluice_settings.redis_url or "")
+            try:
+                frontier.push(client, feeds, frontier.PRIORITY_FEED)
+                frontier.push(client, articles, frontier.PRIORITY_INGEST)
+            finally:
+                client.close()
+            with self.engine.begin() as conn:
+                store.keep_leases(conn, [entry.url for entry in articles], None, Status.QUEUED)
+        except Exception as exc:  # Redis or the database gone: the sweep takes them later
+            logger.warning("could not give back %d unfetched URLs (%s); the sweep will push "
+                           "them again once their lease expires", len(entries), exc)
+            return
+        logger.info("gave back %d unfetched URLs to the frontier", len(entries))

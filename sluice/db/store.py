@@ -198,15 +198,17 @@ def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) ->
                          attempts=articles.c.attempts + 1))
 
 
-def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int,
+def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | None,
                 status: Status) -> None:
     """Extend the leases of rows still in `status` (nothing counted): `queued` rows a crawler
-    still holds, `pending` rows the sweep hands to the workers again."""
+    still holds, `pending` rows the sweep hands to the workers again. No lease: the rows wait
+    in the frontier again (a stopping crawler gave them back)."""
+    lease = None if lease_seconds is None else utcnow() + timedelta(seconds=lease_seconds)
     for start in range(0, len(urls), 1000):
         conn.execute(articles.update()
                      .where(articles.c.url.in_(urls[start:start + 1000]),
                             articles.c.status == status)
-                     .values(lease_until=utcnow() + timedelta(seconds=lease_seconds)))
+                     .values(lease_until=lease))
 
 
 def start_classifying(conn: sa.Connection, urls: Sequence[str]) -> None:

@@ -1,4 +1,4 @@
-"""Frontier entries, the shared queue's JSON serializer and Retry-After parsing."""
+"""Frontier entries, Retry-After parsing and what a retried render carries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from email.utils import formatdate
 import pytest
 
 from crawler.middlewares.retry import retry_after_seconds
-from crawler.queue_serializer import dumps, loads
 from sluice.frontier import PRIORITY_FEED, PRIORITY_INGEST, FrontierEntry, score
 
 
@@ -31,15 +30,6 @@ def test_priorities_then_age_order_the_frontier() -> None:
     assert score(PRIORITY_INGEST, now) > score(PRIORITY_INGEST, now + 10)  # older first
 
 
-def test_queue_serializer_keeps_bytes_and_never_pickles() -> None:
-    request = {"url": "https://a.example/", "body": b"\x00\xff", "headers": {b"X": [b"1"]},
-               "meta": {"sluice_url": "https://a.example/", "n": 1}}
-    encoded = dumps(request)
-    assert isinstance(encoded, str) and "pickle" not in encoded
-    decoded = loads(encoded)
-    assert decoded == request
-
-
 def test_retry_after() -> None:
     assert retry_after_seconds(b"120") == 120
     assert retry_after_seconds(None) is None
@@ -48,7 +38,7 @@ def test_retry_after() -> None:
     assert 25 <= (retry_after_seconds(later) or 0) <= 31
 
 
-def test_a_retried_render_can_go_back_to_the_shared_queue() -> None:
+def test_a_retried_render_goes_back_without_its_last_attempts_browser_state() -> None:
     from scrapy import Request
     from scrapy_playwright.page import PageMethod
 
@@ -56,9 +46,7 @@ def test_a_retried_render_can_go_back_to_the_shared_queue() -> None:
 
     dressed = Request("https://a.example/app", meta={
         "sluice_url": "https://a.example/app", "sluice_render": True, "playwright": True,
-        "playwright_page_methods": [PageMethod("wait_for_function", "() => true")]})
-    with pytest.raises(TypeError):
-        dumps(dressed.to_dict())  # the browser's options are objects, not JSON
+        "playwright_page_methods": [PageMethod("wait_for_function", "() => true")],
+        "sluice_failed_navigation": "net::ERR_ABORTED"})
     retry = without_browser_options(dressed)
-    assert loads(dumps(retry.to_dict()))["meta"] == {"sluice_url": "https://a.example/app",
-                                                      "sluice_render": True}
+    assert retry.meta == {"sluice_url": "https://a.example/app", "sluice_render": True}
