@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,8 +22,10 @@ import sqlalchemy as sa
 
 from sluice.db import articles, make_engine
 from sluice.demo.server import Reply, SiteHandler, SiteServer
-from tests.conftest import PROJECT_ROOT, WorkerProcess, sluice_env, wait_until
+from sluice.frontier import FRONTIER_KEY
+from tests.conftest import PROJECT_ROOT, WorkerProcess, run_sluice, sluice_env, wait_until
 from tests.integration.test_bulk_ingest import Crawler, article, beat, ingest_urls, status_counts
+from tests.integration.test_discovery import urlset
 from tests.sites import story_number, story_path
 
 pytestmark = pytest.mark.integration
@@ -199,9 +202,11 @@ class Arrivals:
 
     def __init__(self) -> None:
         self.times: list[float] = []
+        self.paths: list[str] = []
 
     def route(self, handler: SiteHandler) -> Reply:
         self.times.append(time.monotonic())
+        self.paths.append(handler.path)
         time.sleep(2)
         return Reply(200, article(story_number(handler.path)),
                      {"Content-Type": "text/html; charset=utf-8"})
@@ -232,3 +237,43 @@ def test_a_killed_crawlers_sites_go_on_with_the_others_within_seconds(
         finally:
             second.stop()
     assert arrivals.times[-1] - killed_at < 40
+
+
+def test_a_crawler_stopped_cleanly_gives_back_the_urls_waiting_in_it(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A crawler stopped with SIGTERM (a deployment's rolling restart) holds the articles of a
+    sitemap it visited, waiting in its own scheduler for their site's turn: they go back to
+    the frontier, leased to no one, and the next crawler fetches them at once rather than
+    after their (here ten-minute) lease."""
+    arrivals = Arrivals()
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": arrivals.route}) as slow_site:
+        paths = [story_path(number) for number in range(14)]
+        body = urlset(slow_site.base_url, paths).encode()
+        slow_site.routes["/sitemap.xml"] = lambda handler: Reply(
+            200, body, {"Content-Type": "application/xml"})
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__CONCURRENCY="4",
+                         SLUICE_FETCH__PER_SITE_CONCURRENCY="1", SLUICE_LEASE_SECONDS="600",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        assert run_sluice("feeds", "add", slow_site.url("/sitemap.xml"), env=env).returncode == 0
+        assert "1 due sources pushed" in run_sluice("schedule", "--once", env=env).stdout
+        first = Crawler(env)
+        try:
+            assert wait_until(lambda: len(arrivals.times) >= 2, timeout=60, interval=0.1)
+        finally:
+            first.stop()  # finishes the four requests in its downloader
+        engine = make_engine(pg_url)
+        with engine.connect() as conn:
+            waiting = conn.execute(sa.select(articles.c.lease_until)
+                                   .where(articles.c.status == "queued")).scalars().all()
+        engine.dispose()
+        assert len(waiting) >= 6 and set(waiting) == {None}  # leased to no one
+        assert redis.Redis.from_url(redis_url).zcard(FRONTIER_KEY) == len(waiting)
+        second = Crawler(env)
+        try:
+            assert wait_until(lambda: not status_counts(pg_url).get("queued"), timeout=120,
+                              interval=0.5), status_counts(pg_url)
+        finally:
+            second.stop()
+    fetched = Counter(arrivals.paths)
+    assert len(fetched) == len(paths) and max(fetched.values()) == 1, fetched
