@@ -19,7 +19,7 @@ from sluice.db import make_engine
 from sluice.db.migrate import upgrade_existing
 from sluice.export import EXPORT_COLUMNS, FORMATS, ExportQuery, export_rows
 from sluice.records import Status
-from sluice.search import USABLE_STATUSES, search
+from sluice.search import USABLE_STATUSES, parse_query, search
 from sluice.sql import FORMATS as SQL_FORMATS
 from sluice.sql import (
     ShellMissing,
@@ -227,15 +227,17 @@ def _export_file(conn: sa.Connection, query: ExportQuery, fmt: str, path: Path) 
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
     try:
         statuses = parse_statuses(args.status) or USABLE_STATUSES
+        parse_query(query)  # a query with nothing to look for is refused before any database
     except ValueError as exc:
-        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         return 2
     engine = _ready_engine()
     try:
         with engine.connect() as conn:
-            hits = search(conn, " ".join(args.query), limit=args.limit, statuses=statuses)
+            hits = search(conn, query, limit=args.limit, statuses=statuses)
     finally:
         engine.dispose()
     rows = [(round(hit.rank, 4), hit.title, hit.url, hit.status, hit.snippet) for hit in hits]

@@ -7,22 +7,20 @@ an English row matches the English stem, a Korean row (`simple`) the bare word. 
 every configuration, OR-ed, form a superset the GIN index can answer; the per-row match then
 keeps exact semantics (a `-word` exclusion included).
 
-SQLite matches the FTS5 table `articles_fts` and ranks with `bm25()`. User input never reaches
-FTS5's query syntax: it is rewritten into quoted terms, so a stray quote or operator cannot raise
-a syntax error. Both dialects understand the same small language: words (all must match),
-"quoted phrases", `OR` between terms, and `-word` to exclude.
+SQLite matches the FTS5 table `articles_fts` and ranks with `bm25()`. Both dialects read the same
+small language, parsed once here (`parse_query`) and handed to each as quoted terms, so a stray
+quote or operator cannot raise a syntax error and both find the same rows: words (all must
+match), "quoted phrases", `OR` between alternatives (binding looser than the words around it),
+and `-word` to exclude. A query needs a word to look for on each side of OR.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-
-logger = logging.getLogger(__name__)
 
 USABLE_STATUSES = ("success", "truncated")
 
@@ -110,7 +108,7 @@ def _search_postgres(conn: sa.Connection, query: str, limit: int,
     params: dict[str, object] = {f"config_{i}": name for i, name in enumerate(PG_CONFIGS)}
     for i, (language, config) in enumerate(LANGUAGE_CONFIGS.items()):
         params.update({f"language_{i}": language, f"language_config_{i}": config})
-    params.update(query=query, statuses=list(statuses), limit=limit)
+    params.update(query=websearch_query(query), statuses=list(statuses), limit=limit)
     return [SearchHit(url, title, status, language, float(rank), snippet)
             for url, title, status, language, rank, snippet in conn.execute(statement, params)]
 
@@ -129,48 +127,80 @@ LIMIT :limit
 def _search_sqlite(conn: sa.Connection, query: str, limit: int,
                    statuses: Sequence[str]) -> list[SearchHit]:
     match = fts5_query(query)
-    if match is None:
-        logger.debug("search query %r has no terms", query)
-        return []
     statement = sa.text(_SQLITE_SEARCH).bindparams(sa.bindparam("statuses", expanding=True))
     rows = conn.execute(statement, {"match": match, "statuses": list(statuses), "limit": limit})
     return [SearchHit(url, title, status, language, float(rank), snippet)
             for url, title, status, language, rank, snippet in rows]
 
 
-def fts5_query(text: str) -> str | None:
-    """Rewrite a web-style query into FTS5 syntax with every term quoted; None if it has none.
+class QueryWithoutWords(ValueError):
+    """A query, or one side of an OR in it, with no word or phrase to look for."""
 
-    `a b` -> `"a" AND "b"`; `a OR b c` -> `("a" OR "b") AND "c"`; `a -b` -> `("a") NOT ("b")`.
-    """
-    groups: list[list[str]] = []
-    negatives: list[str] = []
-    join_next = False
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One side of an OR: terms that must all match (a phrase is one term), terms that must not."""
+
+    wanted: tuple[str, ...]
+    excluded: tuple[str, ...]
+
+
+def parse_query(text: str) -> tuple[Alternative, ...]:
+    """The query as alternatives joined by OR, each a conjunction, as Postgres's
+    websearch_to_tsquery reads it: AND binds tighter than OR (`a OR b c` is a, or b and c).
+    Terms without a letter or digit are dropped. Every alternative needs a term to look for:
+    an exclusion alone would match nearly every row with nothing to rank them by, so a query
+    without one raises QueryWithoutWords rather than returning all rows or none."""
+    parts: list[tuple[list[str], list[str]]] = [([], [])]
     for negated, phrase, word in _TOKEN.findall(text):
         if word.upper() == "OR":
-            join_next = bool(groups)
+            if parts[-1] != ([], []):
+                parts.append(([], []))
             continue
         if word.startswith("-") and len(word) > 1:
             negated, word = "-", word[1:]
         term = phrase or word
-        if not _HAS_WORD.search(term):
-            continue
-        quoted = '"' + term.replace('"', '""') + '"'
-        if negated:
-            negatives.append(quoted)
-        elif join_next:
-            groups[-1].append(quoted)
-        else:
-            groups.append([quoted])
-        join_next = False
-    return _fts5_expression(groups, negatives)
+        if _HAS_WORD.search(term):
+            parts[-1][1 if negated else 0].append(term)
+    alternatives = [Alternative(tuple(wanted), tuple(excluded))
+                    for wanted, excluded in parts if wanted or excluded]
+    if not alternatives or not all(alternative.wanted for alternative in alternatives):
+        raise QueryWithoutWords(
+            f'nothing to look for in {text!r}: give at least one word or "phrase" (on each side '
+            "of any OR); an exclusion such as -river only narrows what the words find")
+    return tuple(alternatives)
 
 
-def _fts5_expression(groups: list[list[str]], negatives: list[str]) -> str | None:
-    if not groups:
-        return None
-    positive = " AND ".join(f"({' OR '.join(group)})" if len(group) > 1 else group[0]
-                            for group in groups)
-    if not negatives:
-        return positive
-    return f"({positive}) NOT ({' OR '.join(negatives)})"
+def websearch_query(text: str) -> str:
+    """The query as `parse_query` reads it, with every term quoted, for websearch_to_tsquery:
+    Postgres then reads exactly what SQLite does."""
+    return " or ".join(
+        " ".join([*map(_websearch_term, alternative.wanted),
+                  *("-" + _websearch_term(term) for term in alternative.excluded)])
+        for alternative in parse_query(text))
+
+
+def _websearch_term(term: str) -> str:
+    return '"' + term.replace('"', " ") + '"'
+
+
+def fts5_query(text: str) -> str:
+    """The query as `parse_query` reads it, in FTS5 syntax with every term quoted.
+
+    `a b` -> `"a" AND "b"`; `a OR b c` -> `("a") OR ("b" AND "c")`; `a -b` -> `("a") NOT ("b")`.
+    """
+    alternatives = [_fts5_alternative(alternative) for alternative in parse_query(text)]
+    if len(alternatives) == 1:
+        return alternatives[0]
+    return " OR ".join(f"({alternative})" for alternative in alternatives)
+
+
+def _fts5_alternative(alternative: Alternative) -> str:
+    wanted = " AND ".join(map(_fts5_term, alternative.wanted))
+    if not alternative.excluded:
+        return wanted
+    return f"({wanted}) NOT ({' OR '.join(map(_fts5_term, alternative.excluded))})"
+
+
+def _fts5_term(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'

@@ -29,7 +29,7 @@ from sluice import search as search_module
 from sluice.db import articles, crawl_runs, make_engine
 from sluice.db.store import as_utc
 from sluice.export import EXPORT_COLUMNS, ExportQuery, export_rows
-from sluice.search import fts5_query, search
+from sluice.search import QueryWithoutWords, fts5_query, search, websearch_query
 from sluice.sql import run_statement, shell_command
 from tests.conftest import (
     PROJECT_ROOT,
@@ -228,19 +228,38 @@ def test_search_statuses_and_limit(conn: sa.Connection) -> None:
     assert len(search(conn, "river", limit=1)) == 1
 
 
-@pytest.mark.parametrize("nasty", ['"unbalanced', "river AND", "NEAR(", "OR", "-", "*", "'; --",
-                                   "title:river", "^river", '""', ""])
+def test_search_or_binds_looser_than_the_words_around_it(conn: sa.Connection) -> None:
+    """`a OR b c` is a, or b and c, on both databases (SQLite read it as (a or b) and c)."""
+    assert sorted(urls(search(conn, "river OR tomatoes sun"))) == [
+        "https://blog.example/gardening", f"{NEWS}/budget", f"{NEWS}/river-cleanup"]
+    assert urls(search(conn, "tomatoes sun OR budget -river")) == [
+        "https://blog.example/gardening"]
+
+
+@pytest.mark.parametrize("nasty", ['"unbalanced', "river AND", "NEAR(", "river '; --",
+                                   "title:river", "^river", 'river ""', "river OR OR",
+                                   "OR river", "- river", 'river -"', 'a"b river'])
 def test_search_never_fails_on_user_syntax(conn: sa.Connection, nasty: str) -> None:
     search(conn, nasty)
 
 
+@pytest.mark.parametrize("wordless", ["-river", "-river -tomatoes", '-"river banks"',
+                                      "tomatoes OR -river", "", "   ", "OR", "-", "*", '""',
+                                      "- OR ...", "?!", "'; --"])
+def test_search_needs_a_word_to_look_for(conn: sa.Connection, wordless: str) -> None:
+    """Only exclusions (or nothing at all) is refused on both databases: Postgres returned
+    every row without the word, SQLite none."""
+    with pytest.raises(QueryWithoutWords, match="nothing to look for"):
+        search(conn, wordless)
+
+
 def test_fts5_query_quotes_every_term() -> None:
     assert fts5_query("a b") == '"a" AND "b"'
-    assert fts5_query("a OR b c") == '("a" OR "b") AND "c"'
+    assert fts5_query("a OR b c") == '("a") OR ("b" AND "c")'
     assert fts5_query('-x "two words" y') == '("two words" AND "y") NOT ("x")'
     assert fts5_query('say "hi') == '"say" AND "hi"'
     assert fts5_query('a"b') == '"a""b"'
-    assert fts5_query("- OR ...") is None
+    assert websearch_query('a"b OR c -"d e"') == '"a b" or "c" -"d e"'
 
 
 def test_search_configs_match_the_migration() -> None:
@@ -505,6 +524,16 @@ def test_search_command_line_reads_an_exclusion_as_part_of_the_query(
     result = run_sluice("search", "--format", "json", *words, env=sluice_env(database))
     assert result.returncode == 0, result.stderr
     assert [hit["url"] for hit in json.loads(result.stdout)] == [f"{NEWS}/budget"]
+
+
+@pytest.mark.parametrize("words", [("-river",), ("-river", "-tomatoes"), ("--", "-river"),
+                                   ("",), ("...",), ("-river", "--limit", "3")])
+def test_search_command_line_refuses_a_query_without_a_word(
+        database: str, words: tuple[str, ...]) -> None:
+    result = run_sluice("search", *words, env=sluice_env(database))
+    assert result.returncode == 2, result.stdout
+    assert "error: nothing to look for" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
 
 
 # --- the README's example queries ---------------------------------------------------------------
