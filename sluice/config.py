@@ -7,12 +7,15 @@ Every value comes from the environment (prefix `SLUICE_`, nested groups joined w
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import shutil
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+logger = logging.getLogger(__name__)
 
 RenderPolicy = Literal["never", "auto", "always"]
 
@@ -80,12 +83,16 @@ class LLMSettings(BaseModel):
         return bool(self.url and self.model)
 
 
+# The former name of DiscoverySettings.max_entries, still read (with a warning) for one release.
+RENAMED_MAX_ENTRIES = "sitemap_max_entries"
+
+
 class DiscoverySettings(BaseModel):
     """Sources (feeds, sitemaps, home pages, listing pages) and their schedule."""
 
     max_listing_pages: int = Field(3, ge=1, description="Listing pages followed per visit.")
     sitemap_max_depth: int = Field(3, ge=0, description="Nested sitemap indexes followed.")
-    sitemap_max_entries: int = Field(
+    max_entries: int = Field(
         50_000, ge=1, description="Entries read from one sitemap (the protocol's own limit) "
         "or feed; the rest is left unread (`too_many_entries`).")
     article_max_age_days: float = Field(
@@ -95,6 +102,25 @@ class DiscoverySettings(BaseModel):
     max_backoff_seconds: int = Field(
         86400, ge=1, description="Longest wait after consecutive failures of a feed.")
     schedule_seconds: int = Field(60, ge=1, description="How often due feeds are enqueued.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_max_entries(cls, data: Any) -> Any:
+        """SLUICE_DISCOVERY__SITEMAP_MAX_ENTRIES, the name before feeds were capped too, is
+        read as SLUICE_DISCOVERY__MAX_ENTRIES for one release, with a warning."""
+        if not isinstance(data, dict) or RENAMED_MAX_ENTRIES not in data:
+            return data
+        data = dict(data)
+        old = data.pop(RENAMED_MAX_ENTRIES)
+        if "max_entries" in data:
+            logger.warning("SLUICE_DISCOVERY__%s is ignored: SLUICE_DISCOVERY__MAX_ENTRIES is "
+                           "set, and replaces it", RENAMED_MAX_ENTRIES.upper())
+        else:
+            logger.warning("SLUICE_DISCOVERY__%s is deprecated and will be removed in the next "
+                           "release: use SLUICE_DISCOVERY__MAX_ENTRIES (it caps feeds as well as "
+                           "sitemaps)", RENAMED_MAX_ENTRIES.upper())
+            data["max_entries"] = old
+        return data
 
 
 # The log levels the command line accepts (case-insensitive).

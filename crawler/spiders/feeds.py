@@ -222,7 +222,7 @@ class FeedsSpider(ArticleSpider):
             pattern = (self.listing_patterns or {}).get(host_of(response.url))
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         return read_source(response.body, response.url, content_type, role, pattern,
-                           self.sluice_settings.discovery.sitemap_max_entries)
+                           self.sluice_settings.discovery.max_entries)
 
     def _visit_result(self, root: str, reading: SourceReading, response: Response,
                       visit: SourceVisit) -> FeedResultItem:

@@ -113,18 +113,19 @@ def looks_like_text_sitemap(body: bytes, content_type: str) -> bool:
 
 def read_source(body: bytes, url: str, content_type: str = "", role: Role = Role.DETECT,
                 known_pattern: str | None = None,
-                sitemap_max_entries: int = DEFAULT_MAX_ENTRIES) -> SourceReading:
-    """Read a source response as `role` (detecting it when `Role.DETECT`)."""
+                max_entries: int = DEFAULT_MAX_ENTRIES) -> SourceReading:
+    """Read a source response as `role` (detecting it when `Role.DETECT`), at most
+    `max_entries` entries of a sitemap or feed."""
     kind = detect_role(body, content_type, url) if role is Role.DETECT else role
     if kind == "robots":
         return read_robots(body, url)
     if kind is Role.SITEMAP:
         if not looks_like_sitemap(body) and looks_like_feed(body):
             # The sitemaps protocol accepts RSS 2.0 and Atom feeds as sitemaps too.
-            return read_feed(body, url, content_type, sitemap_max_entries)
-        return read_sitemap(body, url, sitemap_max_entries)
+            return read_feed(body, url, content_type, max_entries)
+        return read_sitemap(body, url, max_entries)
     if kind is Role.FEED:
-        return read_feed(body, url, content_type, sitemap_max_entries)
+        return read_feed(body, url, content_type, max_entries)
     if role is Role.DETECT:
         return read_home_page(body, url, known_pattern)
     return read_listing(body, url, known_pattern)

@@ -153,7 +153,7 @@ def test_a_sitemap_read_in_part_behind_robots_txt_is_shown(
           "text/plain")
     serve(site, "/sitemaps/big.xml", stories(site, 1, 2, 3, 4, 5))
     rows = visit(site, database_url, tmp_path, "/robots.txt",
-                 SLUICE_DISCOVERY__SITEMAP_MAX_ENTRIES="3")
+                 SLUICE_DISCOVERY__MAX_ENTRIES="3")
 
     robots = rows["/robots.txt"]
     problem = f"{base}/sitemaps/big.xml: too_many_entries (more than 3 entries)"

@@ -43,11 +43,11 @@ def test_a_visit_whose_followed_sources_all_failed_says_so_without_backing_off()
 
 
 def test_a_sitemap_read_in_part_keeps_its_entries_and_names_the_problem() -> None:
-    reading = read_source(urlset(5), "https://a.example/s.xml", sitemap_max_entries=3)
+    reading = read_source(urlset(5), "https://a.example/s.xml", max_entries=3)
     assert (reading.status, len(reading.articles)) == ("ok", 3)
     assert (reading.problem, reading.detail) == ("too_many_entries", "more than 3 entries")
     visit = SourceVisit()
     visit.add_followed("https://a.example/s.xml", reading)
     assert (visit.entries, visit.failed) == (3, 0)
     assert visit.first_problem == "https://a.example/s.xml: too_many_entries (more than 3 entries)"
-    assert read_source(urlset(3), "https://a.example/s.xml", sitemap_max_entries=3).problem == ""
+    assert read_source(urlset(3), "https://a.example/s.xml", max_entries=3).problem == ""
