@@ -95,8 +95,14 @@ def keep_search_terms(arguments: Sequence[str]) -> list[str]:
     return kept
 
 
+# The largest count a command line takes: both databases hold a LIMIT in 64 bits, and refused
+# a larger one with a traceback.
+LARGEST_COUNT = 2**63 - 1
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type for a count given on the command line: a whole number >= `minimum`."""
+    """An argparse type for a count given on the command line: a whole number from `minimum`
+    to LARGEST_COUNT."""
 
     def parse(text: str) -> int:
         try:
@@ -105,6 +111,8 @@ def whole_number(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}: {value}")
+        if value > LARGEST_COUNT:
+            raise argparse.ArgumentTypeError(f"must be at most {LARGEST_COUNT}: {value}")
         return value
 
     return parse

@@ -536,6 +536,19 @@ def test_search_command_line_refuses_a_query_without_a_word(
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+
+@pytest.mark.parametrize("command", [("search", "river"), ("export",)])
+def test_a_limit_past_64_bits_is_refused_and_the_largest_one_works(
+        database: str, command: tuple[str, ...]) -> None:
+    """Both databases refused a LIMIT past 64 bits with a traceback."""
+    env = sluice_env(database)
+    result = run_sluice(*command, "--format", "csv", "--limit", str(2**63), env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"argument --limit: must be at most {2**63 - 1}" in result.stderr
+    result = run_sluice(*command, "--format", "csv", "--limit", str(2**63 - 1), env=env)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == (3 if command[0] == "search" else 14)
+
 # --- the README's example queries ---------------------------------------------------------------
 
 README_EXPECTED: dict[str, list[tuple[Any, ...]]] = {}  # filled below, keyed by comment line
