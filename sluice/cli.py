@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -26,11 +27,13 @@ from sluice.cli_sql import register as register_sql_commands
 from sluice.config import Settings, SettingsSourceError, get_settings
 from sluice.crawl import INTERRUPTED
 from sluice.db import make_engine, store
-from sluice.db.migrate import UnusableDatabase, upgrade, upgrade_existing
+from sluice.db.migrate import UnusableDatabase, sqlite_file, upgrade, upgrade_existing
 from sluice.inputs import InputProblem, ListedURL, URLList, iter_lines, read_url_list
 
 console = Console()
 err_console = Console(stderr=True)
+# SQLite's codes for a file that is not a database, or one damaged past reading.
+UNREADABLE_SQLITE_FILE = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,6 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"database error: {reason}", markup=False, highlight=False,
                           soft_wrap=True)
         return 1
+    except sa.exc.DatabaseError as exc:
+        if getattr(exc.orig, "sqlite_errorcode", None) not in UNREADABLE_SQLITE_FILE:
+            raise
+        # SLUICE_DATABASE_URL names a file that is not a SQLite database (or a damaged one).
+        path = sqlite_file(get_settings().database_url)
+        err_console.print(f"cannot read the database at {path}: {exc.orig}; check "
+                          "SLUICE_DATABASE_URL", markup=False, highlight=False, soft_wrap=True)
+        return 2
     except KeyboardInterrupt:
         # Ctrl-C between crawls (`sluice schedule` waiting for the next round, say).
         err_console.print("interrupted", highlight=False)

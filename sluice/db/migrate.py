@@ -45,14 +45,20 @@ def upgrade_existing(database_url: str) -> None:
     """`upgrade` for the commands that only read: a SQLite file that does not exist is
     UnusableDatabase, not a new empty database (the default URL is relative to the working
     directory, so the wrong directory would show an empty table)."""
+    path = sqlite_file(database_url)
+    if path is not None and not path.exists():
+        raise UnusableDatabase(f"no database at {path}: check SLUICE_DATABASE_URL and the "
+                               "working directory (sluice crawl, ingest or db upgrade "
+                               "create one)")
+    upgrade(database_url)
+
+
+def sqlite_file(database_url: str) -> Path | None:
+    """The file a SQLite URL names, as an absolute path; None for Postgres or memory."""
     url = sa.make_url(normalise_database_url(database_url))
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        path = Path(url.database).resolve()
-        if not path.exists():
-            raise UnusableDatabase(f"no database at {path}: check SLUICE_DATABASE_URL and the "
-                                   "working directory (sluice crawl, ingest or db upgrade "
-                                   "create one)")
-    upgrade(database_url)
+        return Path(url.database).resolve()
+    return None
 
 
 def downgrade(database_url: str, revision: str = "base") -> None:

@@ -138,6 +138,23 @@ def test_reading_commands_create_no_database(tmp_path: Path, command: tuple[str,
     assert list(missing.parent.iterdir()) == []
 
 
+
+@pytest.mark.parametrize("command", [("status",), ("status", "--watch"), ("sql", "SELECT 1"),
+                                     ("search", "river"), ("export",), ("sites",),
+                                     ("feeds", "list"), ("feeds", "add", "https://a.example/f"),
+                                     ("db", "upgrade")])
+def test_a_file_that_is_not_a_database_is_a_one_line_error(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    """SLUICE_DATABASE_URL naming a feed list, say, by mistake: every command failed with a
+    traceback ending in `file is not a database`."""
+    named = tmp_path / "feeds.txt"
+    named.write_text("https://news.example/feed.xml\n" * 100)
+    result = run_sluice(*command, env=sluice_env(f"sqlite:///{named}"), timeout=60)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr == (f"cannot read the database at {named}: file is not a database; "
+                             "check SLUICE_DATABASE_URL\n")
+    assert named.read_text() == "https://news.example/feed.xml\n" * 100
+
 def set_revision(database_url: str, revision: str) -> None:
     engine = make_engine(database_url)
     with engine.begin() as conn:
