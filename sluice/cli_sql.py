@@ -23,6 +23,7 @@ from sluice.search import USABLE_STATUSES, parse_query, search
 from sluice.sql import FORMATS as SQL_FORMATS
 from sluice.sql import (
     ShellMissing,
+    is_empty_statement,
     is_read_only_refusal,
     open_shell,
     run_statement,
@@ -161,6 +162,11 @@ def cmd_sql(args: argparse.Namespace) -> int:
         except ShellMissing as exc:
             err_console.print(str(exc), markup=False, highlight=False)
             return 127
+    if is_empty_statement(args.statement):
+        err_console.print(f"error: no SQL statement in {args.statement!r}: give one (sluice sql "
+                          '"SELECT count(*) FROM articles"), or none to open the database\'s '
+                          "shell", markup=False, highlight=False, soft_wrap=True)
+        return 2
     # Typed as on Postgres: the same JSON, CSV and table from both databases.
     engine = _ready_engine(declared_types=True)
     try:

@@ -13,6 +13,7 @@ import csv
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -38,6 +39,16 @@ TABLE_CELL_CHARS = 80
 # the terminal: in a table cell, white space becomes a space and the rest U+FFFD.
 CELL_CONTROLS = {code: " " if chr(code).isspace() else "\ufffd"
                  for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+# A statement of nothing but white space, semicolons and comments: both databases run it as
+# nothing, "0 rows affected".
+_NO_STATEMENT = re.compile(r"(?:\s|;|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
+
+
+def is_empty_statement(statement: str) -> bool:
+    """Whether `statement` holds no SQL at all (blank, `;`, comments only)."""
+    return _NO_STATEMENT.fullmatch(statement) is not None
 
 
 class ShellMissing(RuntimeError):

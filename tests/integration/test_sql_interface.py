@@ -337,6 +337,19 @@ def test_sql_command_line(database: str) -> None:
     assert "Traceback" not in result.stderr
 
 
+
+@pytest.mark.parametrize("statement", ["", "   ", ";", " ; ;\n", "-- a note", "/* x */ ;"])
+def test_sql_without_a_statement_is_an_error(database: str, statement: str) -> None:
+    """Both databases ran nothing and `sluice sql` said "0 rows affected", exit status 0."""
+    result = run_sluice("sql", statement, env=sluice_env(database))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: no SQL statement in {statement!r}: give one")
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    result = run_sluice("sql", "/* x */ SELECT ';' AS a -- b", "--format", "json",
+                        env=sluice_env(database))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [{"a": ";"}]
+
 def test_sql_output_cut_short_by_its_reader_ends_quietly(database: str) -> None:
     many = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
             "SELECT x FROM c")
