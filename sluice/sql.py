@@ -23,6 +23,8 @@ from typing import Any, TextIO, cast
 
 import psycopg
 import sqlalchemy as sa
+from psycopg.abc import AdaptContext, Buffer
+from psycopg.adapt import AdaptersMap, Loader, PyFormat
 from rich.console import Console
 from rich.table import Table
 
@@ -41,6 +43,8 @@ CELL_CONTROLS = {code: " " if chr(code).isspace() else "\ufffd"
                  for code in (*range(0x20), *range(0x7F, 0xA0))}
 
 
+# Postgres types holding values Python's cannot ('infinity', years past 9999 or BC, 24:00).
+OUT_OF_RANGE_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 # A statement of nothing but white space, semicolons and comments: both databases run it as
 # nothing, "0 rows affected".
 _NO_STATEMENT = re.compile(r"(?:\s|;|--[^\n]*|/\*.*?\*/)*", re.DOTALL)
@@ -93,6 +97,7 @@ def _execute(conn: sa.Connection, statement: str
         result = conn.execution_options(no_parameters=True).exec_driver_sql(statement)
         return (list(result.keys()) if result.returns_rows else None), result, result.rowcount
     cursor = cast("psycopg.Connection[Any]", conn.connection.dbapi_connection).cursor()
+    _load_out_of_range_as_text(cursor.adapters)
     try:
         cursor.execute(statement, prepare=True)
     except psycopg.Error as exc:
@@ -100,6 +105,34 @@ def _execute(conn: sa.Connection, statement: str
     if cursor.description is None:
         return None, (), cursor.rowcount
     return [column.name for column in cursor.description], cursor, cursor.rowcount
+
+
+class _TextWhenOutOfRange(Loader):
+    """Loads a value with its type's own loader (`inner`); one Python cannot hold
+    ('infinity', a date after 9999 or before year 1, 24:00) as the text Postgres sent, not
+    a DataError in the middle of printing the rows."""
+
+    inner: type[Loader]
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._inner = self.inner(oid, context)
+
+    def load(self, data: Buffer) -> Any:
+        try:
+            return self._inner.load(data)
+        except psycopg.DataError:
+            return bytes(data).decode()
+
+
+def _load_out_of_range_as_text(adapters: AdaptersMap) -> None:
+    """Set up one cursor's loaders so that no value of a date or time type breaks its rows."""
+    for name in OUT_OF_RANGE_TYPES:
+        oid = adapters.types[name].oid
+        inner = adapters.get_loader(oid, PyFormat.as_pq(PyFormat.TEXT))
+        if inner is not None:
+            adapters.register_loader(oid, type(f"TextWhenOutOfRange_{name}",
+                                               (_TextWhenOutOfRange,), {"inner": inner}))
 
 
 def is_read_only_refusal(error: sa.exc.DBAPIError) -> bool:

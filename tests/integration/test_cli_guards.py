@@ -5,6 +5,8 @@ newer than this Sluice."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from datetime import UTC, datetime, timedelta, timezone
@@ -183,3 +185,36 @@ def test_reading_commands_still_migrate_an_older_database(database_url: str) -> 
                         env=sluice_env(database_url), timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [{"n": 0}]
+
+
+def assert_printed(database_url: str, fmt: str, columns: dict[str, str],
+                   expected: dict[str, Any]) -> None:
+    """`sluice sql "SELECT <each column's SQL> AS <its name>"` prints `expected` in `fmt`."""
+    statement = "SELECT " + ", ".join(f"{sql} AS {name}" for name, sql in columns.items())
+    result = run_sluice("sql", statement, "--format", fmt, env=sluice_env(database_url))
+    assert result.returncode == 0, result.stderr
+    if fmt == "json":
+        assert json.loads(result.stdout) == [expected]
+    elif fmt == "csv":
+        assert list(csv.DictReader(io.StringIO(result.stdout))) == [
+            {name: json.dumps(value) if isinstance(value, list) else value
+             for name, value in expected.items()}]
+    else:
+        printed = [json.dumps(value) if isinstance(value, list) else value
+                   for value in expected.values()]
+        assert all(value in result.stdout for value in printed), result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_postgres_values_python_cannot_hold_print_as_postgres_wrote_them(
+        pg_url: str, fmt: str) -> None:
+    """'infinity', dates past 9999 or before year 1, 24:00 and huge intervals were a
+    psycopg DataError traceback halfway through the output."""
+    assert_printed(pg_url, fmt, {
+        "a": "'infinity'::timestamptz", "b": "'-infinity'::timestamp", "c": "'10000-01-01'::date",
+        "d": "'0044-03-15 BC'::date", "e": "'24:00:00'::time", "f": "'24:00:00+02'::timetz",
+        "g": "interval '1000000000 days'", "ok": "'2026-01-09 17:00+09'::timestamptz",
+    }, {"a": "infinity", "b": "-infinity", "c": "10000-01-01", "d": "0044-03-15 BC",
+        "e": "24:00:00", "f": "24:00:00+02", "g": "1000000000 days",
+        "ok": "2026-01-09T08:00:00+00:00"})
+
