@@ -82,9 +82,13 @@ def plain_value(value: Any) -> Any:
     return value
 
 
+# The values json.dumps writes as they are.
+JSON_NATIVE = (str, int, float, bool, type(None), dict, list, tuple)
+
+
 def json_ready(value: Any) -> Any:
     """A value json.dumps can write: timestamps as ISO 8601 in UTC (Postgres gives them in the
-    session's time zone), decimals as floats."""
+    session's time zone), decimals as floats, any other type JSON lacks as its text."""
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).isoformat()
     if isinstance(value, datetime | date):
@@ -95,12 +99,16 @@ def json_ready(value: Any) -> Any:
         return bytes(value).hex()
     if isinstance(value, enum.Enum):
         return value.value
-    return value
+    if isinstance(value, JSON_NATIVE):
+        return value
+    # An interval, a time of day, a UUID, an address, a range: as CSV and tables show them
+    # (json.dumps, given one back, fails with "Circular reference detected").
+    return str(value)
 
 
 def csv_ready(value: Any) -> Any:
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, default=json_ready)
     return json_ready(value)
 
 

@@ -218,3 +218,16 @@ def test_postgres_values_python_cannot_hold_print_as_postgres_wrote_them(
         "e": "24:00:00", "f": "24:00:00+02", "g": "1000000000 days",
         "ok": "2026-01-09T08:00:00+00:00"})
 
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_postgres_types_json_lacks_print_as_text(pg_url: str, fmt: str) -> None:
+    """An interval, a time of day, a UUID, an address or a range (json), or an array of
+    intervals or dates (json, csv and table) was a traceback: "Circular reference detected",
+    "Object of type timedelta is not JSON serializable"."""
+    assert_printed(pg_url, fmt, {
+        "a": "interval '1 day'", "b": "'08:00'::time",
+        "c": "'00000000-0000-0000-0000-000000000001'::uuid", "d": "'10.0.0.1'::inet",
+        "e": "int4range(1, 5)", "f": "ARRAY[interval '90 minutes']",
+        "g": "ARRAY['2026-01-09'::date]",
+    }, {"a": "1 day, 0:00:00", "b": "08:00:00", "c": "00000000-0000-0000-0000-000000000001",
+        "d": "10.0.0.1", "e": "[1, 5)", "f": ["1:30:00"], "g": ["2026-01-09"]})
