@@ -19,11 +19,11 @@ from rich.table import Table
 
 from sluice import frontier
 from sluice.cli_sql import positive_int, whole_number
-from sluice.config import LOG_LEVELS, get_settings
+from sluice.config import LOG_LEVELS, Settings, get_settings
 from sluice.db import articles, make_engine, store
 from sluice.db.migrate import upgrade, upgrade_existing
-from sluice.ingest import ingest_lines
-from sluice.inputs import InputProblem, iter_lines, read_url_list
+from sluice.ingest import ingest_lines, record_ingest
+from sluice.inputs import InputProblem, iter_lines
 from sluice.records import Status
 
 console = Console()
@@ -73,23 +73,34 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = ingest_lines(lines, settings.database_url, settings.redis_url, source,
                               refresh=args.refresh)
         report_problems(report.problems)
-        console.print(f"queued {report.queued} URLs ({report.already_stored} already "
-                      f"stored, {len(report.problems)} invalid lines); crawler processes "
-                      f"(`sluice crawler`) fetch them")
+        console.print(f"{report.summary()}; crawler processes (`sluice crawler`) fetch them",
+                      soft_wrap=True)
         return 0
-    return _ingest_embedded(lines, source)
+    return _ingest_embedded(lines, source, args.refresh, settings)
 
 
-def _ingest_embedded(lines: Any, source: str) -> int:
+def _ingest_embedded(lines: Any, source: str, refresh: bool, settings: Settings) -> int:
+    """Record the URLs as the distributed ingest does (stored ones are left alone unless
+    `refresh`), then fetch those recorded, and what earlier runs left in flight."""
     from sluice.cli import crawl_with_progress
+    from sluice.crawl import left_in_flight
 
-    listed = read_url_list(lines)
-    report_problems(list(listed.problems))
-    if not listed.urls:
+    report, new = record_ingest(lines, settings.database_url, source, refresh,
+                                settings.lease_seconds)
+    report_problems(report.problems)
+    if not new and not report.already_stored:
         err_console.print("no valid URLs to fetch")
         return 2
-    entries = [json.dumps({"url": item.url, "render": item.options.get("render")})
-               for item in listed.urls]
+    if not new:
+        console.print(f"{report.summary()}; `--refresh` fetches stored URLs again",
+                      soft_wrap=True)
+        if not left_in_flight(settings):
+            return 0
+    else:
+        console.print(f"{report.summary()}; fetching them now", soft_wrap=True)
+    entries = [json.dumps({"url": item.url, "render": item.options.get("render"),
+                           "source": str(item.options.get("source", source))})
+               for item in new]
     return crawl_with_progress("urls", entries, source)
 
 

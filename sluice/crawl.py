@@ -60,7 +60,8 @@ def run_urls(entries: Sequence[str], settings: Settings, source: str,
              env: Mapping[str, str] | None = None, progress: Progress | None = None,
              poll_seconds: float = 1.0) -> CrawlReport:
     """Fetch article URLs (JSON lines: url, render, source) in a child process, as
-    `run_crawl` does; a line without a source gets `source`."""
+    `run_crawl` does; a line without a source gets `source`. The URLs are rows already: an
+    ingest's `queued` rows (`sluice.ingest.record_ingest`) or the stored rows of a retry."""
     return run_crawler_process("--urls-file", entries, settings, source, env, progress,
                                poll_seconds)
 
@@ -80,10 +81,10 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
         urls = set(given)
         if settings.embedded:
             urls |= _take_back_in_flight(conn, settings.lease_seconds)
-            if mode == "--urls-file":
-                # The URLs to fetch are rows first, as with Redis: an interrupted run leaves
-                # them `queued`, where `sluice status` shows them and the next run finds them.
-                store.record_discovered(conn, given, source, settings.lease_seconds)
+            # An ingest's URLs are `queued` rows already, as with Redis (see record_ingest):
+            # this run leases them, so an interrupted run leaves them `queued`, where `sluice
+            # status` shows them and the next run finds them. Retried rows stay as they are.
+            store.keep_leases(conn, given, settings.lease_seconds, Status.QUEUED, touch=True)
 
     def queued() -> list[tuple[str, str | None]]:
         return [(url, row_source) for url, row_source in _queued_since(engine, started)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import islice
 
 import sqlalchemy as sa
@@ -34,6 +35,10 @@ class IngestReport:
     pushed: int = 0
     problems: list[InputProblem] = field(default_factory=list)
 
+    def summary(self) -> str:
+        return (f"queued {self.queued} URLs ({self.already_stored} already stored, "
+                f"{len(self.problems)} invalid lines)")
+
 
 def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str,
                  source: str, refresh: bool = False) -> IngestReport:
@@ -41,14 +46,7 @@ def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str
     report = IngestReport()
     engine = make_engine(database_url)
     client = frontier.connect(redis_url)
-    seen: set[int] = set()  # every URL of the file so far, hashed: see read_url_list
-    for chunk in _chunks(lines, CHUNK):
-        listed = read_url_list_chunk(chunk, seen)
-        report.problems.extend(listed[1])
-        with engine.begin() as conn:
-            new = record_queued(conn, listed[0], source, refresh)
-        report.queued += len(new)
-        report.already_stored += len(listed[0]) - len(new)
+    for new in record_chunks(lines, engine, source, refresh, report):
         # A refresh passes the crawlers' duplicate filter, which holds a fetch for an hour.
         entries = [frontier.FrontierEntry(url=item.url, source=item.options.get("source", source),
                                           render=item.options.get("render"), retry=refresh)
@@ -57,6 +55,35 @@ def ingest_lines(lines: Iterable[str | bytes], database_url: str, redis_url: str
     engine.dispose()
     client.close()
     return report
+
+
+def record_ingest(lines: Iterable[str | bytes], database_url: str, source: str, refresh: bool,
+                  lease_seconds: int) -> tuple[IngestReport, list[ListedURL]]:
+    """Record the URLs of an ingest file (embedded mode, which fetches them next); returns the
+    counts and the URLs to fetch. Each row has a lease, so a run beside this one leaves it
+    alone, and a run after a kill takes it back."""
+    report = IngestReport()
+    engine = make_engine(database_url)
+    new = [item for chunk in record_chunks(lines, engine, source, refresh, report, lease_seconds)
+           for item in chunk]
+    engine.dispose()
+    return report, new
+
+
+def record_chunks(lines: Iterable[str | bytes], engine: sa.Engine, source: str, refresh: bool,
+                  report: IngestReport, lease_seconds: int | None = None
+                  ) -> Iterator[list[ListedURL]]:
+    """Record the URLs of an ingest file a chunk at a time, counting into `report`; yields the
+    URLs of each chunk that are to be fetched: those not stored yet (all, with `refresh`)."""
+    seen: set[int] = set()  # every URL of the file so far, hashed: see read_url_list
+    for chunk in _chunks(lines, CHUNK):
+        listed, problems = read_url_list_chunk(chunk, seen)
+        report.problems.extend(problems)
+        with engine.begin() as conn:
+            new = record_queued(conn, listed, source, refresh, lease_seconds)
+        report.queued += len(new)
+        report.already_stored += len(listed) - len(new)
+        yield new
 
 
 def read_url_list_chunk(chunk: Sequence[tuple[int, str | bytes]], seen: set[int]
@@ -72,22 +99,26 @@ def read_url_list_chunk(chunk: Sequence[tuple[int, str | bytes]], seen: set[int]
 
 
 def record_queued(conn: sa.Connection, items: Sequence[ListedURL], source: str,
-                  refresh: bool) -> list[ListedURL]:
-    """Insert `queued` rows for URLs not stored yet (or all, with `refresh`); returns those."""
+                  refresh: bool, lease_seconds: int | None = None) -> list[ListedURL]:
+    """Insert `queued` rows for URLs not stored yet (or all, with `refresh`, but for rows in
+    flight); returns those. Without a lease, a row waits in the frontier until a crawler pops
+    it and gives it one."""
     if not items:
         return []
     now = utcnow()
+    lease = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
     rows = [{"url": item.url, "status": Status.QUEUED,
              "source": str(item.options.get("source", source)), "discovered_at": now,
-             "updated_at": now, "lease_until": None} for item in items]
+             "updated_at": now, "lease_until": lease} for item in items]
     statement = dialect_insert(conn, articles).on_conflict_do_nothing(index_elements=["url"])
     inserted = {row.url for row in conn.execute(statement.returning(articles.c.url), rows)}
     if refresh:
         stale = [item.url for item in items if item.url not in inserted]
-        conn.execute(articles.update().where(
+        refreshed = conn.execute(articles.update().where(
             articles.c.url.in_(stale), articles.c.status.notin_([Status.QUEUED, Status.PENDING]))
-            .values(status=Status.QUEUED, lease_until=None, updated_at=now))
-        inserted.update(stale)
+            .values(status=Status.QUEUED, lease_until=lease, updated_at=now)
+            .returning(articles.c.url))
+        inserted.update(url for url, in refreshed)
     return [item for item in items if item.url in inserted]
 
 

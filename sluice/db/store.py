@@ -199,16 +199,21 @@ def renew_lease(conn: sa.Connection, urls: Sequence[str], lease_seconds: int) ->
 
 
 def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | None,
-                status: Status) -> None:
+                status: Status, touch: bool = False) -> None:
     """Extend the leases of rows still in `status` (nothing counted): `queued` rows a crawler
     still holds, `pending` rows the sweep hands to the workers again. No lease: the rows wait
-    in the frontier again (a stopping crawler gave them back)."""
-    lease = None if lease_seconds is None else utcnow() + timedelta(seconds=lease_seconds)
+    in the frontier again (a stopping crawler gave them back). With `touch`, their
+    `updated_at` moves too (an embedded run's rows are those it touched since it started)."""
+    now = utcnow()
+    values: dict[str, Any] = {
+        "lease_until": None if lease_seconds is None else now + timedelta(seconds=lease_seconds)}
+    if touch:
+        values["updated_at"] = now
     for start in range(0, len(urls), 1000):
         conn.execute(articles.update()
                      .where(articles.c.url.in_(urls[start:start + 1000]),
                             articles.c.status == status)
-                     .values(lease_until=lease))
+                     .values(values))
 
 
 def start_classifying(conn: sa.Connection, urls: Sequence[str]) -> None:
