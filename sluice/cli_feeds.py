@@ -152,7 +152,7 @@ def cmd_feeds_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from sluice.feed_runs import run_schedule
+    from sluice.feed_runs import Round, run_schedule
 
     settings = get_settings()
     if args.refresh and settings.redis_url:
@@ -161,11 +161,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
                           "SLUICE_DISCOVERY__REFRESH=true on the crawlers")
         return 2
     upgrade(settings.database_url)
-    where = "pushed to the frontier" if settings.redis_url else "crawled"
 
-    def report(count: int) -> None:
-        if count or args.once:
-            console.print(f"{count} due sources {where}")
+    def report(done: Round) -> None:
+        if done.due or done.taken_back or args.once:
+            console.print(str(done), highlight=False, soft_wrap=True)
 
     try:
         run_schedule(settings, once=args.once, refresh=args.refresh, on_round=report)

@@ -42,6 +42,7 @@ class CrawlReport:
     counts: dict[str, int]
     seconds: float
     left_queued: int = 0  # rows an interrupted run did not fetch (the next run does)
+    taken_back: int = 0  # rows earlier runs left in flight, which this run fetched too
 
     @property
     def interrupted(self) -> bool:
@@ -79,8 +80,10 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
         feeds = set(lines) if mode == "--feeds-file" else set()
         given = [] if feeds else [json.loads(line)["url"] for line in lines]
         urls = set(given)
+        taken_back: set[str] = set()
         if settings.embedded:
-            urls |= _take_back_in_flight(conn, settings.lease_seconds)
+            taken_back = _take_back_in_flight(conn, settings.lease_seconds)
+            urls |= taken_back
             # An ingest's URLs are `queued` rows already, as with Redis (see record_ingest):
             # this run leases them, so an interrupted run leaves them `queued`, where `sluice
             # status` shows them and the next run finds them. Retried rows stay as they are.
@@ -116,7 +119,8 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
             finished_at=utcnow(), counts=counts, urls_discovered=sum(counts.values())))
     engine.dispose()
-    return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock, left_queued)
+    return CrawlReport(run_id, exit_code, counts, time.monotonic() - clock, left_queued,
+                       len(taken_back))
 
 
 def left_in_flight(settings: Settings) -> int:

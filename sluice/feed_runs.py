@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sluice import frontier
 from sluice.config import Settings
@@ -50,35 +51,54 @@ def push_due_feeds(settings: Settings) -> int:
     return len(due)
 
 
-def crawl_due_feeds(settings: Settings, refresh: bool = False) -> int:
-    """Crawl the due sources now in a child crawl process (embedded). Returns how many."""
+@dataclass(frozen=True, slots=True)
+class Round:
+    """What one round of the schedule did."""
+
+    due: int  # sources claimed, then crawled (embedded) or pushed to the frontier
+    taken_back: int = 0  # embedded: rows earlier runs left in flight, fetched in this round
+    pushed: bool = False  # the sources went to the frontier (Redis)
+
+    def __str__(self) -> str:
+        if self.pushed:
+            return f"{self.due} due sources pushed to the frontier"
+        if not self.taken_back:
+            return f"{self.due} due sources crawled"
+        crawled = f"{self.due} due sources crawled" if self.due else "no source due"
+        return f"{crawled}; fetched {self.taken_back} rows left in flight by an earlier run"
+
+
+def crawl_due_feeds(settings: Settings, refresh: bool = False) -> Round:
+    """Crawl the due sources now in a child crawl process (embedded), and the rows earlier
+    runs left in flight."""
     from sluice.crawl import left_in_flight, run_crawl, run_urls
 
     due = claim_due(settings)
     if due:
         env = {"SLUICE_DISCOVERY__REFRESH": "true"} if refresh else None
         report = run_crawl(due, settings, source="schedule", env=env)
-        logger.info("%d due sources crawled (exit %s)", len(due), report.exit_code)
     elif left_in_flight(settings):
         # Nothing due, but an earlier run was interrupted: fetch what it left in flight.
         report = run_urls([], settings, source="schedule")
     else:
-        return 0
+        return Round(0)
     if report.interrupted:
         raise KeyboardInterrupt  # the user's Ctrl-C stops the schedule, not just this round
-    return len(due)
+    done = Round(len(due), report.taken_back)
+    logger.info("%s (exit %s)", done, report.exit_code)
+    return done
 
 
 def run_schedule(settings: Settings, once: bool = False, refresh: bool = False,
-                 on_round: Callable[[int], None] | None = None) -> None:
+                 on_round: Callable[[Round], None] | None = None) -> None:
     """The scheduler loop in one process: every `discovery.schedule_seconds`, run what is due."""
     while True:
         if settings.redis_url:
-            count = push_due_feeds(settings)
+            done = Round(push_due_feeds(settings), pushed=True)
         else:
-            count = crawl_due_feeds(settings, refresh)
+            done = crawl_due_feeds(settings, refresh)
         if on_round is not None:
-            on_round(count)
+            on_round(done)
         if once:
             return
         time.sleep(settings.discovery.schedule_seconds)

@@ -130,7 +130,7 @@ def test_ctrl_c_twice_or_sigkill_then_retry_or_schedule_fetch_the_rest(
     """Ctrl-C twice stops `sluice ingest` at once; the URLs not fetched are `queued` rows
     (before, they had no row at all) and `sluice retry --status queued` fetches them. Then a
     SIGKILL mid-ingest: once its rows' lease has passed, `sluice schedule --once` (nothing
-    due) fetches them."""
+    due) fetches them, and says so."""
     env = fault_env(sqlite_url, SLUICE_LEASE_SECONDS="4")
     urls = [site.url(story_path(n)) for n in range(TOTAL)]
     urls_file = tmp_path / "urls.txt"
@@ -154,8 +154,12 @@ def test_ctrl_c_twice_or_sigkill_then_retry_or_schedule_fetch_the_rest(
     time.sleep(5)  # past the lease of the killed run's rows
     status = run_sluice("status", env=env).stdout
     assert "rows were left in flight" in status
+    left = sum(status == "queued" for status in statuses(sqlite_url).values())
     schedule = run_sluice("schedule", "--once", env=env)
     assert schedule.returncode == 0, schedule.stderr
+    # It said "0 due sources crawled", as if the round had done nothing.
+    assert f"no source due; fetched {left} rows left in flight by an earlier run" in (
+        schedule.stdout)
     assert_every_url_settled(sqlite_url, urls + more)
 
 
