@@ -21,7 +21,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from crawler.items import FailureItem, PageItem
-from crawler.parent_death import die_with_parent
 from sluice.config import Settings, get_settings
 from sluice.gate import GateOptions
 from sluice.pipeline import process_page
@@ -35,13 +34,13 @@ def _warm_up() -> None:
 
     A worker leaves the crawler's process group, so a stop signal sent to the whole group (a
     terminal's Ctrl-C, `docker stop`) reaches only the crawler, which finishes the pages in hand
-    and shuts its pool down in order; and it dies with the fork server, which dies with the
-    crawler, so a crawler killed outright leaves no worker behind.
+    and shuts its pool down in order; and it dies with the fork server (from the moment it is
+    forked: `crawler.fork_server_preload`), which dies with the crawler, so a crawler killed
+    outright leaves no worker behind.
     """
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    die_with_parent()
 
 
 def _ready() -> int:
