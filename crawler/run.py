@@ -18,6 +18,7 @@ from scrapy import Spider
 from scrapy.crawler import CrawlerProcess
 from scrapy.exceptions import ScrapyDeprecationWarning
 
+from crawler.parent_death import die_with_parent
 from crawler.settings import scrapy_settings
 from sluice.config import LOG_LEVELS, Settings, get_settings
 
@@ -79,7 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --queue: stop after this many idle seconds (0: never)")
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default="WARNING")
     parser.add_argument("--stats-file", help="write the crawl's stats here as JSON")
+    parser.add_argument("--parent", type=int,
+                        help="die with this process (the `sluice` command that runs the crawl)")
     args = parser.parse_args(argv)
+    if args.parent and not die_with_parent(args.parent):
+        return 1  # the `sluice` command was gone before we could ask to die with it
     stats = _run(args)
     if args.stats_file:
         with open(args.stats_file, "w", encoding="utf-8") as handle:

@@ -25,10 +25,10 @@ from sluice.cli_queue import report_problems
 from sluice.cli_sql import keep_search_terms
 from sluice.cli_sql import register as register_sql_commands
 from sluice.config import Settings, SettingsSourceError, get_settings
-from sluice.crawl import INTERRUPTED
 from sluice.db import make_engine, store
 from sluice.db.migrate import UnusableDatabase, sqlite_file, upgrade, upgrade_existing
 from sluice.inputs import InputProblem, ListedURL, URLList, iter_lines, read_url_list
+from sluice.stops import exit_status, raise_on_sigterm
 
 console = Console()
 err_console = Console(stderr=True)
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif extras:
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    raise_on_sigterm()  # SIGTERM stops a command as cleanly as Ctrl-C does (sluice.stops)
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2
@@ -77,10 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"cannot read the database at {path}: {exc.orig}; check "
                           "SLUICE_DATABASE_URL", markup=False, highlight=False, soft_wrap=True)
         return 2
-    except KeyboardInterrupt:
-        # Ctrl-C between crawls (`sluice schedule` waiting for the next round, say).
+    except KeyboardInterrupt as stop:
+        # Ctrl-C or SIGTERM between crawls (`sluice schedule` waiting for the next round, say).
         err_console.print("interrupted", highlight=False)
-        return INTERRUPTED
+        return exit_status(stop)
     except BrokenPipeError:
         # The reader went away (`sluice export | head`): stop quietly, as other Unix tools do;
         # stdout goes to /dev/null so the interpreter's last flush cannot fail again.

@@ -166,8 +166,6 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         if done.due or done.taken_back or args.once:
             console.print(str(done), highlight=False, soft_wrap=True)
 
-    try:
-        run_schedule(settings, once=args.once, refresh=args.refresh, on_round=report)
-    except KeyboardInterrupt:
-        return 0
+    # Ctrl-C or SIGTERM: `sluice` says "interrupted" and exits 130 or 143.
+    run_schedule(settings, once=args.once, refresh=args.refresh, on_round=report)
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,12 +29,9 @@ from sluice.db import crawl_runs, make_engine, store
 from sluice.db.models import articles
 from sluice.db.store import utcnow
 from sluice.records import Status
+from sluice.stops import exit_status, stop_signal, stopped
 
 Progress = Callable[[Mapping[str, int], float], None]
-
-# The exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
-
 
 @dataclass(frozen=True, slots=True)
 class CrawlReport:
@@ -46,7 +44,8 @@ class CrawlReport:
 
     @property
     def interrupted(self) -> bool:
-        return self.exit_code == INTERRUPTED
+        """Stopped by Ctrl-C or SIGTERM (the exit status says which)."""
+        return stopped(self.exit_code)
 
 
 def run_crawl(feed_urls: Sequence[str], settings: Settings, source: str,
@@ -105,15 +104,15 @@ def run_crawler_process(mode: str, lines: Sequence[str], settings: Settings, sou
 
     exit_code = _run_child(mode, lines, source, env, watch, poll_seconds) if lines else 0
     leftover = queued() if settings.embedded else []
-    if leftover and exit_code != INTERRUPTED:
+    if leftover and not stopped(exit_code):
         # Embedded crawls have no sweep: a URL whose request was lost (a crashed child, a
         # callback that failed), or one taken back from an earlier run, is fetched here, so
         # every URL ends with a row.
         entries = [json.dumps({"url": url, "source": row_source})
                    for url, row_source in leftover]
         retry_code = _run_child("--urls-file", entries, source, env, watch, poll_seconds)
-        exit_code = retry_code if retry_code == INTERRUPTED else exit_code or retry_code
-    left_queued = _let_go(engine, queued()) if exit_code == INTERRUPTED else 0
+        exit_code = retry_code if stopped(retry_code) else exit_code or retry_code
+    left_queued = _let_go(engine, queued()) if stopped(exit_code) else 0
     counts = _counts_since(engine, started)
     with engine.begin() as conn:
         conn.execute(crawl_runs.update().where(crawl_runs.c.id == run_id).values(
@@ -158,18 +157,25 @@ def _let_go(engine: sa.Engine, queued: Sequence[tuple[str, str | None]]) -> int:
 
 def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, str] | None,
                watch: Callable[[], None], poll_seconds: float) -> int:
-    """Run one crawl process to its end; its exit status, or INTERRUPTED after a Ctrl-C."""
+    """Run one crawl process to its end; its exit status, or that of the Ctrl-C or SIGTERM
+    that stopped this process (INTERRUPTED, TERMINATED) once the crawl process has stopped.
+
+    The crawl process runs in a session of its own, so a stop signal reaches it only through
+    this process, once a signal: the one sent to this process alone (`kill PID`, a service
+    manager) as the one a terminal sends to the whole group (Ctrl-C). It dies with this
+    process (`--parent`), so a SIGKILL here does not leave it running either."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(lines))
     child = subprocess.Popen([sys.executable, "-m", "crawler.run", mode, handle.name,
-                              "--source", source], env={**os.environ, **(env or {})})
+                              "--source", source, "--parent", str(os.getpid())],
+                             env={**os.environ, **(env or {})}, start_new_session=True)
     try:
         while child.poll() is None:
             time.sleep(poll_seconds)
             watch()
-    except KeyboardInterrupt:
-        _wait_for_stop(child)
-        return INTERRUPTED
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (sluice.stops.Terminated)
+        _wait_for_stop(child, stop)
+        return exit_status(stop)
     finally:
         if child.poll() is None:
             child.terminate()
@@ -178,10 +184,13 @@ def _run_child(mode: str, lines: Sequence[str], source: str, env: Mapping[str, s
     return exit_code
 
 
-def _wait_for_stop(child: subprocess.Popen[bytes]) -> None:
-    """Ctrl-C reaches the whole process group: the crawl process finishes the pages in hand
-    and stops. A second Ctrl-C (or SIGTERM from us) makes it stop at once."""
-    print("interrupted: finishing the pages in hand (Ctrl-C again to stop at once)",
+def _wait_for_stop(child: subprocess.Popen[bytes], stop: KeyboardInterrupt) -> None:
+    """Pass the stop on: the crawl process finishes the pages in hand and stops. A second
+    stop signal (Ctrl-C or SIGTERM) makes it stop at once."""
+    sent = stop_signal(stop)
+    child.send_signal(sent)
+    by = "" if sent is signal.SIGINT else f" by {sent.name}"
+    print(f"interrupted{by}: finishing the pages in hand (Ctrl-C again to stop at once)",
           file=sys.stderr, flush=True)
     while True:
         try:

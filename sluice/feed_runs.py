@@ -17,6 +17,7 @@ from sluice import frontier
 from sluice.config import Settings
 from sluice.db import make_engine
 from sluice.db.feeds import claim_due_feeds
+from sluice.stops import raise_stop
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def crawl_due_feeds(settings: Settings, refresh: bool = False) -> Round:
     else:
         return Round(0)
     if report.interrupted:
-        raise KeyboardInterrupt  # the user's Ctrl-C stops the schedule, not just this round
+        raise_stop(report.exit_code)  # a Ctrl-C or SIGTERM stops the schedule, not this round
     done = Round(len(due), report.taken_back)
     logger.info("%s (exit %s)", done, report.exit_code)
     return done

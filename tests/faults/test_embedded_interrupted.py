@@ -219,3 +219,53 @@ def test_two_runs_side_by_side_fetch_each_url_once(site: SiteServer, sqlite_url:
     assert_every_url_settled(sqlite_url, slower + [site.url(story_path(n)) for n in range(TOTAL)])
     fetches = [path for path in site.hits if not path.startswith(("/feed", "/robots"))]
     assert sorted(fetches) == sorted(set(fetches))
+
+
+def run_finished(database_url: str) -> bool:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        finished = conn.execute(sa.select(crawl_runs.c.finished_at)).scalar_one()
+    engine.dispose()
+    return finished is not None
+
+
+def test_sigterm_to_the_command_alone_stops_it_as_ctrl_c_does(
+        site: SiteServer, sqlite_url: str) -> None:
+    """SIGTERM to the `sluice` process alone (`kill PID`, a service manager), not its group:
+    the pages in hand are stored, the run is finished and the command exits 143. It died on
+    the spot instead, leaving its crawl process running as an orphan and the run unfinished."""
+    process = start_sluice("crawl", site.url("/feed.xml"), env=fault_env(sqlite_url))
+    assert wait_until(lambda: fetched(sqlite_url) >= 4, timeout=120, interval=0.2)
+    crawl = crawl_process(process.pid)
+    try:
+        os.kill(process.pid, signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 143, stderr
+        assert not running(crawl)
+    finally:
+        if running(crawl):  # only the crawl process of the command this test stopped
+            os.kill(crawl, signal.SIGKILL)
+    assert "Traceback" not in stderr
+    assert "interrupted by SIGTERM" in stderr and "sluice retry --status queued" in stderr
+    assert run_finished(sqlite_url)
+    assert set(statuses(sqlite_url).values()) <= {"success", "queued"}
+
+
+def test_sigkill_to_the_command_alone_leaves_no_process_behind(
+        site: SiteServer, sqlite_url: str, tmp_path: Path) -> None:
+    """SIGKILL to the `sluice` process alone: its crawl process and extraction pool die with
+    it (the crawl process ran on as an orphan to the end of the crawl)."""
+    urls_file = tmp_path / "urls.txt"
+    urls_file.write_text("\n".join(site.url(f"/slower/{n}.html") for n in range(TOTAL)))
+    process = start_sluice("ingest", str(urls_file), env=fault_env(sqlite_url))
+    assert wait_until(lambda: fetched(sqlite_url) >= 4, timeout=120, interval=0.2)
+    crawl = crawl_process(process.pid)
+    left = [crawl, *descendants(crawl)]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)  # not its output: that ends when the last of its processes does
+    try:
+        assert wait_until(lambda: not any(map(running, left)), timeout=5, interval=0.2)
+    finally:
+        for pid in filter(running, left):  # only the processes of the command this test killed
+            os.kill(pid, signal.SIGKILL)
+        process.communicate(timeout=60)
