@@ -6,8 +6,8 @@ The crawl itself runs in a child process (`python -m crawler.run`); this side re
 Embedded runs have no sweep, so each run does its part: it first takes back the rows an earlier
 run left in flight (`queued` or `pending` past their lease: that run was interrupted, killed or
 ran out of memory) and fetches them too; while it runs, it keeps the leases of the rows it has
-queued, so a second run beside it does not take them; stopped with Ctrl-C, it lets go of the
-rows it did not fetch, so the next run takes them at once.
+queued, so a second run beside it does not take them; stopped with Ctrl-C or SIGTERM, it lets
+go of the rows it did not fetch, so the next run takes them at once.
 """
 
 from __future__ import annotations
