@@ -11,6 +11,7 @@ import csv
 import enum
 import json
 import logging
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -82,6 +83,8 @@ def plain_value(value: Any) -> Any:
     return value
 
 
+# Floats strict JSON has no number for, written as Postgres's own to_json writes them.
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 # The values json.dumps writes as they are.
 JSON_NATIVE = (str, int, float, bool, type(None), dict, list, tuple)
 
@@ -94,7 +97,7 @@ def json_ready(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Decimal):
-        return float(value)
+        return finite(float(value))
     if isinstance(value, bytes | memoryview):
         return bytes(value).hex()
     if isinstance(value, enum.Enum):
@@ -106,17 +109,33 @@ def json_ready(value: Any) -> Any:
     return str(value)
 
 
+def finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float (an array's too) as a string: json.dumps
+    would write them as NaN and Infinity, which are not JSON, and strict readers refuse."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE[str(value)]
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    return value
+
+
+def json_text(value: Any) -> str:
+    """`value` as strict JSON, every type JSON lacks as `json_ready` makes it."""
+    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False, default=json_ready)
+
+
 def csv_ready(value: Any) -> Any:
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, default=json_ready)
+        return json_text(value)
     return json_ready(value)
 
 
 def write_jsonl(batches: Iterable[list[Row]], out: TextIO) -> int:
     count = 0
     for batch in batches:
-        out.writelines(json.dumps(row, ensure_ascii=False, default=json_ready) + "\n"
-                       for row in batch)
+        out.writelines(json_text(row) + "\n" for row in batch)
         count += len(batch)
     return count
 

@@ -10,7 +10,6 @@ CSV or JSON; for large result sets use `sluice export`, which streams.
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 import re
@@ -29,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sluice.db.engine import normalise_database_url
-from sluice.export import csv_ready, json_ready
+from sluice.export import csv_ready, json_ready, json_text
 
 logger = logging.getLogger(__name__)
 
@@ -169,8 +168,7 @@ def _write_json(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: Text
     out.write("[")
     for row in rows:
         out.write(",\n " if count else "\n ")
-        out.write(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False,
-                             default=json_ready))
+        out.write(json_text(dict(zip(columns, row, strict=True))))
         count += 1
     out.write("\n]\n" if count else "]\n")
     return count
@@ -194,7 +192,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, dict | list):
-        text = json.dumps(value, ensure_ascii=False, default=json_ready)
+        text = json_text(value)
     else:
         text = str(json_ready(value))
     text = text.translate(CELL_CONTROLS)

@@ -231,3 +231,33 @@ def test_postgres_types_json_lacks_print_as_text(pg_url: str, fmt: str) -> None:
         "g": "ARRAY['2026-01-09'::date]",
     }, {"a": "1 day, 0:00:00", "b": "08:00:00", "c": "00000000-0000-0000-0000-000000000001",
         "d": "10.0.0.1", "e": "[1, 5)", "f": ["1:30:00"], "g": ["2026-01-09"]})
+
+
+def strict_json(text: str) -> Any:
+    """JSON as a strict reader takes it: NaN and Infinity are not JSON numbers."""
+    def refuse(token: str) -> None:
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_floats_json_has_no_number_for_print_as_strict_json(database_url: str) -> None:
+    """NaN and infinities (a Postgres float, numeric or array of them; a SQLite overflow) were
+    written as the bare words NaN and Infinity, which strict JSON readers refuse; they are
+    strings now, as Postgres's own to_json writes them, and so in a CSV cell holding an array."""
+    if database_url.startswith("sqlite"):
+        columns = {"a": "9e999", "b": "-9e999"}
+        expected: dict[str, Any] = {"a": "Infinity", "b": "-Infinity"}
+    else:
+        columns = {"a": "'NaN'::float8", "b": "'-Infinity'::float8", "c": "'NaN'::numeric",
+                   "d": "ARRAY[1.5, 'Infinity'::float8]"}
+        expected = {"a": "NaN", "b": "-Infinity", "c": "NaN", "d": [1.5, "Infinity"]}
+    statement = "SELECT " + ", ".join(f"{sql} AS {name}" for name, sql in columns.items())
+    env = sluice_env(database_url)
+    result = run_sluice("sql", statement, "--format", "json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert strict_json(result.stdout) == [expected]
+    if "d" in columns:
+        result = run_sluice("sql", statement, "--format", "csv", env=env)
+        (row,) = csv.DictReader(io.StringIO(result.stdout))
+        assert strict_json(row["d"]) == expected["d"]

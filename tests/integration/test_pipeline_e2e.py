@@ -97,7 +97,8 @@ def test_distributed_crawl_into_postgres_with_a_worker(
         statuses = {status for status, _ in rows_by_path(pg_url, demo_site.base_url).values()}
         return bool(statuses) and not statuses & {"pending", "queued"}
 
-    assert wait_until(settled, timeout=90), (rows_by_path(pg_url, demo_site.base_url), worker.stop())
+    assert wait_until(settled, timeout=90), (rows_by_path(pg_url, demo_site.base_url),
+                                             worker.stop())
     rows = assert_expected_rows(pg_url, demo_site)
     first = snapshot(pg_url)
 
