@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from itertools import islice
 
 import sqlalchemy as sa
@@ -19,7 +18,7 @@ import sqlalchemy as sa
 from sluice import frontier
 from sluice.db import make_engine
 from sluice.db.models import articles
-from sluice.db.store import dialect_insert, utcnow
+from sluice.db.store import dialect_insert, lease_end, utcnow
 from sluice.inputs import InputProblem, ListedURL, read_url_list
 from sluice.records import Status
 
@@ -106,7 +105,7 @@ def record_queued(conn: sa.Connection, items: Sequence[ListedURL], source: str,
     if not items:
         return []
     now = utcnow()
-    lease = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
+    lease = lease_end(lease_seconds, now)
     rows = [{"url": item.url, "status": Status.QUEUED,
              "source": str(item.options.get("source", source)), "discovered_at": now,
              "updated_at": now, "lease_until": lease} for item in items]

@@ -32,6 +32,14 @@ def as_utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
+def lease_end(lease_seconds: int | None, now: datetime | None = None) -> datetime | None:
+    """When a lease of `lease_seconds` taken `now` ends; None for no lease (a row waiting in
+    the frontier, which the crawler that pops it leases)."""
+    if lease_seconds is None:
+        return None
+    return (now or utcnow()) + timedelta(seconds=lease_seconds)
+
+
 def dialect_insert(conn: sa.Connection, table: sa.Table) -> Any:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
@@ -83,7 +91,7 @@ def requeue(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | None)
     """Mark existing rows `queued` again (a refresh or a retry). Without a lease, the row waits
     in the frontier; a crawler that pops it gives it one."""
     now = utcnow()
-    lease = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
+    lease = lease_end(lease_seconds, now)
     for start in range(0, len(urls), 1000):
         conn.execute(articles.update().where(articles.c.url.in_(urls[start:start + 1000]))
                      .values(status=Status.QUEUED, lease_until=lease, updated_at=now))
@@ -205,8 +213,7 @@ def keep_leases(conn: sa.Connection, urls: Sequence[str], lease_seconds: int | N
     in the frontier again (a stopping crawler gave them back). With `touch`, their
     `updated_at` moves too (an embedded run's rows are those it touched since it started)."""
     now = utcnow()
-    values: dict[str, Any] = {
-        "lease_until": None if lease_seconds is None else now + timedelta(seconds=lease_seconds)}
+    values: dict[str, Any] = {"lease_until": lease_end(lease_seconds, now)}
     if touch:
         values["updated_at"] = now
     for start in range(0, len(urls), 1000):
