@@ -162,12 +162,9 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         feeds = [entry for entry in retried if entry.kind == "feed"]
         articles = [entry for entry in retried if entry.kind != "feed"]
         try:
-            client = frontier.connect(self.sluice_settings.redis_url or "")
-            try:
-                frontier.push(client, feeds, frontier.PRIORITY_FEED)
-                frontier.push(client, articles, frontier.PRIORITY_INGEST)
-            finally:
-                client.close()
+            # The connection the spider pops the frontier with.
+            frontier.push(self.server, feeds, frontier.PRIORITY_FEED)
+            frontier.push(self.server, articles, frontier.PRIORITY_INGEST)
             with self.engine.begin() as conn:
                 store.keep_leases(conn, [entry.url for entry in articles], None, Status.QUEUED)
         except Exception as exc:  # Redis or the database gone: the sweep takes them later
