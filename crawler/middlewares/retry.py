@@ -5,8 +5,10 @@ spider records `fetch_failed` with the reason.
 The wait does not hold a download slot: the failed attempt ends at once (with `RetryLater`,
 which the spider's errbacks pass over), and the retry is handed to the engine when its wait is
 over. A site that answers 429 with a long Retry-After so delays only its own pages. While
-retries wait, the crawl is kept open. (robots.txt, which Scrapy fetches outside the scheduler
-for a caller that awaits it, still waits in place.)
+retries wait, the crawl is kept open, and each waiting retry is announced (`retry_waiting`) so
+the queue spider keeps holding its URL: its lease kept alive, given back if the crawler stops.
+(robots.txt, which Scrapy fetches outside the scheduler for a caller that awaits it, still
+waits in place.)
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ def retry_after_seconds(value: bytes | None, now: float | None = None) -> float 
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# Sent with `request=` when a retry starts its wait outside the scheduler.
+retry_waiting = object()
 
 
 class RetryLater(IgnoreRequest):
@@ -94,6 +100,7 @@ class BackoffRetryMiddleware:
             await asyncio.sleep(delay)
             return retry
         self.waiting += 1
+        self.crawler.signals.send_catch_log(retry_waiting, request=retry)
         asyncio.get_running_loop().call_later(delay, self._send, retry)
         raise RetryLater(f"tried again in {delay:.1f} s")
 

@@ -24,6 +24,7 @@ import scrapy
 from scrapy import signals
 from scrapy_redis.spiders import RedisSpider
 
+from crawler.middlewares.retry import retry_waiting
 from crawler.spiders.base import ArticleSpider
 from crawler.spiders.feeds import FeedsSpider
 from sluice import frontier
@@ -63,6 +64,7 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         self.lease_loop = task.LoopingCall(self._flush_leases)
         self.lease_loop.start(LEASE_FLUSH_SECONDS, now=False)
         self.crawler.signals.connect(self._hold, signal=signals.request_scheduled)
+        self.crawler.signals.connect(self._hold, signal=retry_waiting)
         self.crawler.signals.connect(self._top_up, signal=signals.request_left_downloader)
         self.crawler.signals.connect(self._let_go, signal=signals.request_left_downloader)
         self.crawler.signals.connect(self._let_go, signal=signals.request_dropped)
@@ -99,8 +101,9 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
                                meta={**request.meta, "sluice_entry": entry})
 
     def _hold(self, request: scrapy.Request, spider: Any = None) -> None:
-        """A request entered this process's scheduler: a URL popped from the frontier, an
-        article a feed listed, a retry. Its lease is kept alive until it is let go."""
+        """A request entered this process's scheduler (a URL popped from the frontier, an
+        article a feed listed) or a retry started its back-off wait. Its lease is kept alive
+        until it is let go."""
         url = request.meta.get("sluice_url", request.url)
         entry = request.meta.get("sluice_entry") or FrontierEntry(
             url=url, source=request.meta.get("sluice_source"))

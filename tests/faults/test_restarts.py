@@ -277,3 +277,44 @@ def test_a_crawler_stopped_cleanly_gives_back_the_urls_waiting_in_it(
             second.stop()
     fetched = Counter(arrivals.paths)
     assert len(fetched) == len(paths) and max(fetched.values()) == 1, fetched
+
+
+def test_a_crawler_stopped_cleanly_gives_back_a_retry_waiting_out_its_back_off(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """An article whose site answered 503 with `Retry-After: 50` waits outside the scheduler
+    for its retry. A crawler stopped meanwhile gives it back like the URLs in its scheduler:
+    leased to no one and in the frontier, so the next crawler fetches it at once, not after
+    its (here ten-minute) lease."""
+    arrivals: list[float] = []
+
+    def busy_once(handler: SiteHandler) -> Reply:
+        arrivals.append(time.monotonic())
+        if len(arrivals) == 1:
+            return Reply(503, b"busy", {"Retry-After": "50", "Content-Type": "text/plain"})
+        return Reply(200, article(7), {"Content-Type": "text/html; charset=utf-8"})
+
+    with SiteServer(Path("/nonexistent"), routes={"/news/*": busy_once}) as busy_site:
+        env = sluice_env(pg_url, redis_url, SLUICE_LEASE_SECONDS="600",
+                         SLUICE_BROWSER__RENDER="never", SLUICE_EXTRACT_WORKERS="1")
+        ingest_urls([busy_site.url(story_path(7))], env, tmp_path)
+        first = Crawler(env)
+        try:
+            assert wait_until(lambda: len(arrivals) == 1, timeout=60, interval=0.1)
+            time.sleep(3)  # the 503 handled, the retry waiting, the lease renewed
+        finally:
+            first.stop()
+        engine = make_engine(pg_url)
+        with engine.connect() as conn:
+            row = conn.execute(sa.select(articles.c.status, articles.c.lease_until)).one()
+        engine.dispose()
+        assert (row.status, row.lease_until) == ("queued", None)
+        assert redis.Redis.from_url(redis_url).zcard(FRONTIER_KEY) == 1
+        second = Crawler(env)
+        try:
+            assert wait_until(lambda: status_counts(pg_url).get("pending", 0)
+                              + status_counts(pg_url).get("success", 0) == 1,
+                              timeout=60, interval=0.5), status_counts(pg_url)
+        finally:
+            second.stop()
+    assert len(arrivals) == 2
