@@ -129,6 +129,12 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DATABASE_SCHEMES = ("sqlite:", "sqlite+", "postgresql:", "postgresql+", "postgres:")
 
 
+def _in_memory(sqlite_url: str) -> bool:
+    """Whether a SQLite URL names no file: `sqlite://`, `:memory:` or `mode=memory`."""
+    path = sqlite_url.split("://", 1)[-1].lstrip("/").split("?", 1)[0]
+    return path in ("", ":memory:") or "mode=memory" in sqlite_url
+
+
 class Settings(BaseSettings):
     """All of Sluice's settings."""
 
@@ -155,6 +161,9 @@ class Settings(BaseSettings):
     def _supported_database(cls, url: str) -> str:
         if not url.startswith(DATABASE_SCHEMES):
             raise ValueError("must be a sqlite:/// or postgresql:// URL")
+        if url.startswith("sqlite") and _in_memory(url):
+            raise ValueError("an in-memory SQLite database lasts one process, and a crawl "
+                             "runs several: name a file, such as sqlite:///sluice.db")
         return url
 
     @property

@@ -80,6 +80,8 @@ def test_bad_settings_and_an_unreachable_database_are_one_line_errors(tmp_path: 
         ({"SLUICE_GATE__MIN_CHARS": "many"}, 2, "invalid setting SLUICE_GATE__MIN_CHARS:"),
         ({"SLUICE_DATABASE_URL": "mysql://reader:s3cret@db.example.org/x"}, 2,
          "invalid setting SLUICE_DATABASE_URL: "),
+        ({"SLUICE_DATABASE_URL": "sqlite://"}, 2, "an in-memory SQLite database lasts one "),
+        ({"SLUICE_DATABASE_URL": "sqlite:///:memory:"}, 2, "name a file, such as sqlite:///"),
         ({"SLUICE_DATABASE_URL": "postgresql://reader:s3cret@127.0.0.1:9/x"}, 1,
          "database error: "),
         ({"SLUICE_GATE": "many"}, 2, "invalid setting SLUICE_GATE: "),
