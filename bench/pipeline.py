@@ -79,17 +79,19 @@ def settled(engine: sa.Engine, total: int) -> bool:
     return int(done) >= total
 
 
-def busy_seconds(database_url: str) -> float:
+def busy_seconds(database_url: str) -> tuple[float, float]:
     """From the first page fetched to the last row settled: the pipeline's own time, without
-    process start-up (imports, the extraction pool) or idle waiting."""
+    process start-up (imports, the extraction pool) or idle waiting. Also the tail: from the
+    last page fetched to the last row settled (the last batches' store and classification)."""
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        first, last = conn.execute(sa.select(sa.func.min(articles.c.fetched_at),
-                                             sa.func.max(articles.c.updated_at))).one()
+        first, last_fetched, last = conn.execute(sa.select(
+            sa.func.min(articles.c.fetched_at), sa.func.max(articles.c.fetched_at),
+            sa.func.max(articles.c.updated_at))).one()
     engine.dispose()
-    first, last = as_utc(_parse(first)), as_utc(_parse(last))
-    assert first is not None and last is not None
-    return (last - first).total_seconds()
+    first, last_fetched, last = (as_utc(_parse(value)) for value in (first, last_fetched, last))
+    assert first is not None and last_fetched is not None and last is not None
+    return (last - first).total_seconds(), (last - last_fetched).total_seconds()
 
 
 def _parse(value: object) -> datetime | None:
@@ -98,9 +100,11 @@ def _parse(value: object) -> datetime | None:
 
 @dataclass
 class RunResult:
-    """One pipeline run: busy seconds, peak memory, and CPU seconds per page."""
+    """One pipeline run: busy seconds (and the tail of them after the last fetch), peak
+    memory, and CPU seconds per page."""
 
     seconds: float
+    tail: float
     peak_mb: float
     cpu_per_page: float
 
@@ -148,7 +152,7 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
         process.wait(timeout=120)
     engine.dispose()
     cpu = used - (cpu_at_start if cpu_at_start is not None else 0.0)
-    return RunResult(busy_seconds(database_url), peak, cpu / total)
+    return RunResult(*busy_seconds(database_url), peak, cpu / total)
 
 
 def wait_for_descendants(pid: int, count: int, timeout: float = 120) -> None:
@@ -232,7 +236,8 @@ def main() -> None:
     for name, result in results.items():
         rate = len(pages) / result.seconds
         print(f"{name:44} {rate:7.1f}   {rate / bare:.2f}x   {result.cpu_per_page * 1000:11.1f}   "
-              f"{bare_cpu / result.cpu_per_page:8.2f}x   peak {result.peak_mb:.0f} MB")
+              f"{bare_cpu / result.cpu_per_page:8.2f}x   peak {result.peak_mb:.0f} MB, "
+              f"last {result.tail:.1f} s after the last fetch")
     print("CPU: the crawler's process tree (and the worker's), plus this process (the HTTP "
           "server), while pages were in flight; Postgres and Redis are not counted")
     print("target: full pipeline at least 0.7x the bare extraction rate")
