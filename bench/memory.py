@@ -51,3 +51,16 @@ class CpuMeter:
 
     def total(self) -> float:
         return sum(self.used.values())
+
+
+def service_pids(name: str) -> list[int]:
+    """The processes of a local service by command name (`postgres`, `redis-server`): its main
+    process and every child, for the CPU the pipeline costs it."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found

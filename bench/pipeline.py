@@ -31,7 +31,7 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from bench.memory import CpuMeter, cpu_seconds, tree_peak_mb
+from bench.memory import CpuMeter, ProcessTree, cpu_seconds, service_pids, tree_peak_mb
 from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.db.store import as_utc
@@ -107,6 +107,8 @@ class RunResult:
     tail: float
     peak_mb: float
     cpu_per_page: float
+    # CPU ms per page by where it was spent, Postgres and Redis included.
+    profile: dict[str, float]
 
 
 def fetched_any(engine: sa.Engine) -> bool:
@@ -135,24 +137,51 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
         # The fork server and its extraction workers.
         wait_for_descendants(process.pid, int(env["SLUICE_EXTRACT_WORKERS"]) + 1)
         when_ready()
-    peak, meter = 0.0, CpuMeter()
+    peak, meter, roles = 0.0, CpuMeter(), RoleMeter(process.pid, also)
     cpu_at_start: float | None = None
+    roles_at_start: dict[str, float] = {}
     while not settled(engine, total):
         tree = children_by_parent()  # one pass over /proc for both measures
         peak = max(peak, tree_peak_mb(process.pid, tree))
         used = meter.sample(process.pid, *also, tree=tree) + time.process_time()
         if cpu_at_start is None and fetched_any(engine):
-            cpu_at_start = used
+            cpu_at_start, roles_at_start = used, roles.sample(tree)
         if process.poll() is not None and not settled(engine, total):
             break
         time.sleep(0.5)
     used = meter.sample(process.pid, *also) + time.process_time()
+    profile = {role: (seconds - roles_at_start.get(role, 0.0)) * 1000 / total
+               for role, seconds in roles.sample(children_by_parent()).items()}
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=120)
     engine.dispose()
     cpu = used - (cpu_at_start if cpu_at_start is not None else 0.0)
-    return RunResult(*busy_seconds(database_url), peak, cpu / total)
+    return RunResult(*busy_seconds(database_url), peak, cpu / total, profile)
+
+
+class RoleMeter:
+    """CPU seconds by part of the pipeline, each process counted with the most it was seen to
+    use (as `CpuMeter`), so extraction processes replaced during the run are not lost."""
+
+    def __init__(self, crawler: int, workers: tuple[int, ...]) -> None:
+        self.crawler, self.workers = crawler, workers
+        self.used: dict[int, tuple[str, float]] = {}
+
+    def sample(self, tree: ProcessTree) -> dict[str, float]:
+        roles = {"crawler (main)": [self.crawler],
+                 "extraction pool": list(descendants(self.crawler, tree)),
+                 "worker": [pid for root in self.workers
+                            for pid in [root, *descendants(root, tree)]],
+                 "Postgres": service_pids("postgres"), "Redis": service_pids("redis-server")}
+        for role, pids in roles.items():
+            for pid in pids:
+                seen = self.used.get(pid, (role, 0.0))[1]
+                self.used[pid] = (role, max(seen, cpu_seconds(pid)))
+        totals = dict.fromkeys(roles, 0.0) | {"HTTP server": time.process_time()}
+        for role, seconds in self.used.values():
+            totals[role] += seconds
+        return totals
 
 
 def wait_for_descendants(pid: int, count: int, timeout: float = 120) -> None:
@@ -238,6 +267,8 @@ def main() -> None:
         print(f"{name:44} {rate:7.1f}   {rate / bare:.2f}x   {result.cpu_per_page * 1000:11.1f}   "
               f"{bare_cpu / result.cpu_per_page:8.2f}x   peak {result.peak_mb:.0f} MB, "
               f"last {result.tail:.1f} s after the last fetch")
+        print(f"{'':44} CPU ms/page by part: " + ", ".join(
+            f"{role} {ms:.1f}" for role, ms in result.profile.items()))
     print("CPU: the crawler's process tree (and the worker's), plus this process (the HTTP "
           "server), while pages were in flight; Postgres and Redis are not counted")
     print("target: full pipeline at least 0.7x the bare extraction rate")
