@@ -144,8 +144,9 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
         tree = children_by_parent()  # one pass over /proc for both measures
         peak = max(peak, tree_peak_mb(process.pid, tree))
         used = meter.sample(process.pid, *also, tree=tree) + time.process_time()
+        by_role = roles.sample(tree)
         if cpu_at_start is None and fetched_any(engine):
-            cpu_at_start, roles_at_start = used, roles.sample(tree)
+            cpu_at_start, roles_at_start = used, by_role
         if process.poll() is not None and not settled(engine, total):
             break
         time.sleep(0.5)
