@@ -45,7 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extras and hasattr(args, "query") and not any(arg.startswith("--") for arg in extras):
         args.query += extras  # search words after an option, which argparse leaves over
     elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        # The usage of the command they were given to, not the top-level one.
+        getattr(args, "command_parser", parser).error(
+            f"unrecognized arguments: {' '.join(extras)}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     raise_on_sigterm()  # SIGTERM stops a command as cleanly as Ctrl-C does (sluice.stops)
     if not hasattr(args, "handler"):
@@ -128,7 +130,17 @@ def _parser() -> argparse.ArgumentParser:
     register_sql_commands(commands)
     register_queue_commands(commands)
     register_feeds_commands(commands)
+    _know_own_parser(parser)
     return parser
+
+
+def _know_own_parser(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)command's parser as `args.command_parser`, for errors found after parsing."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                command.set_defaults(command_parser=command)
+                _know_own_parser(command)
 
 
 def read_sources(sources: Sequence[str]) -> URLList:

@@ -147,3 +147,12 @@ def test_crawler_options_are_checked_before_it_starts(tmp_path: Path) -> None:
         assert result.returncode == 2, result.stderr
         assert message in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_option_shows_the_usage_of_its_command(tmp_path: Path) -> None:
+    env = sluice_env(f"sqlite:///{tmp_path / 'sluice.db'}")
+    for command in (("status", "--bogus"), ("feeds", "list", "--bogus")):
+        result = run_sluice(*command, env=env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"usage: sluice {' '.join(command[:-1])} ")
+        assert result.stderr.rstrip().endswith("error: unrecognized arguments: --bogus")
