@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 FORMATS = ("table", "csv", "json")
 SQLITE_READ_ONLY = "PRAGMA query_only = ON"
 SQLITE_READ_WRITE = "PRAGMA query_only = OFF"
+# A write refused by query_only, and an ATTACH refused by the read-only authorizer.
+READ_ONLY_SQLITE_ERRORS = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_AUTH)
 TABLE_CELL_CHARS = 80
 # Crawled text may hold control characters (ESC sequences, BEL, OSC 8 links) that would drive
 # the terminal: in a table cell, white space becomes a space and the rest U+FFFD.
@@ -73,8 +75,10 @@ def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO,
     with engine.begin() as conn:
         if not write:
             # SQLite's switch belongs to the connection (so it is reset below), Postgres's to
-            # the transaction.
+            # the transaction. query_only still lets ATTACH create a database file: refused.
             conn.exec_driver_sql(SQLITE_READ_ONLY if sqlite else "SET TRANSACTION READ ONLY")
+            if sqlite:
+                _sqlite(conn).set_authorizer(_refuse_attach)
         try:
             columns, rows, rowcount = _execute(conn, statement)
             if columns is None:
@@ -82,7 +86,16 @@ def run_statement(engine: sa.Engine, statement: str, fmt: str, out: TextIO,
             return StatementOutcome(True, write_rows(columns, rows, fmt, out))
         finally:
             if sqlite and not write:
+                _sqlite(conn).set_authorizer(None)
                 conn.exec_driver_sql(SQLITE_READ_WRITE)
+
+
+def _sqlite(conn: sa.Connection) -> sqlite3.Connection:
+    return cast("sqlite3.Connection", conn.connection.dbapi_connection)
+
+
+def _refuse_attach(action: int, *_: object) -> int:
+    return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_ATTACH else sqlite3.SQLITE_OK
 
 
 def _execute(conn: sa.Connection, statement: str
@@ -138,7 +151,7 @@ def is_read_only_refusal(error: sa.exc.DBAPIError) -> bool:
     """Whether the database refused a write because the transaction was read-only (by the
     error's code, not its message, which a server may translate)."""
     return (getattr(error.orig, "sqlstate", None) == "25006"  # read_only_sql_transaction
-            or getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY)
+            or getattr(error.orig, "sqlite_errorcode", None) in READ_ONLY_SQLITE_ERRORS)
 
 
 def write_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], fmt: str,

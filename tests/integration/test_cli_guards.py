@@ -261,3 +261,16 @@ def test_floats_json_has_no_number_for_print_as_strict_json(database_url: str) -
         result = run_sluice("sql", statement, "--format", "csv", env=env)
         (row,) = csv.DictReader(io.StringIO(result.stdout))
         assert strict_json(row["d"]) == expected["d"]
+
+
+def test_sql_read_only_attaches_no_new_database_file(sqlite_url: str, tmp_path: Path) -> None:
+    """SQLite's query_only would still let ATTACH create a file: read-only refuses it too."""
+    other = tmp_path / "other.db"
+    result = run_sluice("sql", f"ATTACH '{other}' AS other", env=sluice_env(sqlite_url))
+    assert result.returncode == 1, result.stderr
+    assert "add --write" in result.stderr and "Traceback" not in result.stderr
+    assert not other.exists()
+    # The connection is writable again afterwards, and --write may attach.
+    assert run_sluice("sql", "--write", f"ATTACH '{other}' AS other",
+                      env=sluice_env(sqlite_url)).returncode == 0
+    assert other.exists()
