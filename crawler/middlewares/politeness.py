@@ -10,6 +10,10 @@ and wait the site's delay between them: `per_site_delay`, or longer where its ro
 (`crawler.extensions.crawl_delay`). Scrapy's own per-process delay is off in this mode
 (`crawler.settings`): a request held in a local slot after taking the shared one would let
 another process's request go first, too soon.
+
+A crawler told to stop finishes the downloads it has started, but a request still waiting for
+its site's turn ends at once (`StoppedWaiting`): its URL goes back to the frontier with the
+others the crawler holds, so a stop takes one download, not a whole queue for a slow site.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from crawler.extensions.crawl_delay import CrawlDelay
+from crawler.middlewares.retry import RetryLater
 from sluice.config import Settings, get_settings
 from sluice.urls import host_of
 
@@ -63,6 +68,13 @@ return 0
 BUSY_POLL_SECONDS = 0.05
 # How long a slot outlives the crawler holding it; it is renewed every third of this.
 SLOT_SECONDS = 15.0
+# A request waiting for its site looks this often whether the crawler is stopping.
+STOP_CHECK_SECONDS = 1.0
+
+
+class StoppedWaiting(RetryLater):
+    """The crawler is stopping: this request, still waiting for its site, is not fetched here
+    (the spider's errbacks pass over it; the queue spider gives its URL back)."""
 
 
 class SharedPolitenessMiddleware:
@@ -125,7 +137,17 @@ class SharedPolitenessMiddleware:
             if wait == 0:
                 return
             self.crawler.stats.inc_value("sluice/politeness/waits")
-            await asyncio.sleep(wait if wait > 0 else BUSY_POLL_SECONDS)
+            await self._sleep_unless_stopping(wait if wait > 0 else BUSY_POLL_SECONDS)
+
+    async def _sleep_unless_stopping(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            if not self.crawler.crawling:
+                raise StoppedWaiting("the crawler is stopping")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, STOP_CHECK_SECONDS))
 
     async def process_response(self, request: Request, response: Response) -> Response:
         await self._release(request)
