@@ -74,7 +74,9 @@ class StorePipeline:
         while True:
             await asyncio.sleep(self.flush_seconds)
             if self.pending and time.monotonic() - self.last_flush >= self.flush_seconds:
-                await self.flush()
+                # Shielded: stopping the ticker at close must not cut a flush between its
+                # commit and its enqueue (the rows would wait, pending, for the sweep).
+                await asyncio.shield(self.flush())
 
     async def flush(self) -> None:
         async with self.lock:
