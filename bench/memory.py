@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.faults.conftest import children_by_parent, descendants
+from tests.faults.conftest import descendants
 
 # {parent pid: child pids}, as `children_by_parent` reads it from /proc.
 ProcessTree = dict[int, list[int]]
@@ -32,25 +32,6 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class CpuMeter:
-    """CPU time of process trees, sampled: each process counts with the most it was seen to use,
-    so processes that exit between samples are not lost (only their last fraction of a second).
-    """
-
-    def __init__(self) -> None:
-        self.used: dict[int, float] = {}
-
-    def sample(self, *roots: int, tree: ProcessTree | None = None) -> float:
-        tree = children_by_parent() if tree is None else tree
-        for root in roots:
-            for pid in [root, *descendants(root, tree)]:
-                self.used[pid] = max(self.used.get(pid, 0.0), cpu_seconds(pid))
-        return self.total()
-
-    def total(self) -> float:
-        return sum(self.used.values())
 
 
 def service_pids(name: str) -> list[int]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from bench.memory import CpuMeter, ProcessTree, cpu_seconds, service_pids, tree_peak_mb
+from bench.memory import ProcessTree, cpu_seconds, service_pids, tree_peak_mb
 from sluice.db import articles, make_engine
 from sluice.db.migrate import upgrade
 from sluice.db.store import as_utc
@@ -137,33 +137,36 @@ def run_until_settled(command: list[str], env: dict[str, str], database_url: str
         # The fork server and its extraction workers.
         wait_for_descendants(process.pid, int(env["SLUICE_EXTRACT_WORKERS"]) + 1)
         when_ready()
-    peak, meter, roles = 0.0, CpuMeter(), RoleMeter(process.pid, also)
-    cpu_at_start: float | None = None
-    roles_at_start: dict[str, float] = {}
+    peak, roles = 0.0, RoleMeter(process.pid, also)
+    at_start: dict[str, float] | None = None
     while not settled(engine, total):
         tree = children_by_parent()  # one pass over /proc for both measures
         peak = max(peak, tree_peak_mb(process.pid, tree))
-        used = meter.sample(process.pid, *also, tree=tree) + time.process_time()
         by_role = roles.sample(tree)
-        if cpu_at_start is None and fetched_any(engine):
-            cpu_at_start, roles_at_start = used, by_role
+        if at_start is None and fetched_any(engine):
+            at_start = by_role
         if process.poll() is not None and not settled(engine, total):
             break
         time.sleep(0.5)
-    used = meter.sample(process.pid, *also) + time.process_time()
-    profile = {role: (seconds - roles_at_start.get(role, 0.0)) * 1000 / total
-               for role, seconds in roles.sample(children_by_parent()).items()}
+    at_end, at_start = roles.sample(children_by_parent()), at_start or {}
+    profile = {role: (seconds - at_start.get(role, 0.0)) * 1000 / total
+               for role, seconds in at_end.items()}
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=120)
     engine.dispose()
-    cpu = used - (cpu_at_start if cpu_at_start is not None else 0.0)
-    return RunResult(*busy_seconds(database_url), peak, cpu / total, profile)
+    # Postgres and Redis are not the pipeline's own processes: shown, not counted.
+    cpu = sum(ms for role, ms in profile.items() if role not in SERVICES) / 1000
+    return RunResult(*busy_seconds(database_url), peak, cpu, profile)
+
+
+SERVICES = {"Postgres": "postgres", "Redis": "redis-server"}  # part: process name
 
 
 class RoleMeter:
     """CPU seconds by part of the pipeline, each process counted with the most it was seen to
-    use (as `CpuMeter`), so extraction processes replaced during the run are not lost."""
+    use, so processes that exit between samples (extraction processes replaced, an embedded
+    crawl's pool) are not lost, only their last fraction of a second."""
 
     def __init__(self, crawler: int, workers: tuple[int, ...]) -> None:
         self.crawler, self.workers = crawler, workers
@@ -174,7 +177,7 @@ class RoleMeter:
                  "extraction pool": list(descendants(self.crawler, tree)),
                  "worker": [pid for root in self.workers
                             for pid in [root, *descendants(root, tree)]],
-                 "Postgres": service_pids("postgres"), "Redis": service_pids("redis-server")}
+                 **{part: service_pids(name) for part, name in SERVICES.items()}}
         for role, pids in roles.items():
             for pid in pids:
                 seen = self.used.get(pid, (role, 0.0))[1]
