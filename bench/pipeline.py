@@ -6,6 +6,9 @@ Serves the WCXB dev pages (../shared/data; all of them unless `--pages` says few
 - embedded: one crawl (fetch, extract, gate, classify, store) into a fresh SQLite database;
 - distributed: one crawler process and one Celery worker started on Postgres + Redis, then (once
   both are up, as deployed services are) the same pages ingested, until every row is settled.
+The machine's speed drifts by 10-15 % within minutes (it is shared), so bare extraction is
+measured before, between and after the pipeline runs, and each run is compared with the mean of
+the two measured around it.
 Prints pages/s for each, the ratio to bare extraction (target: at least 0.7), peak memory, and
 CPU time per page: on a machine shared with other work, pages/s moves with the load, while the
 CPU a page costs barely does, so the CPU ratio is the steadier measure of the pipeline's overhead.
@@ -245,11 +248,11 @@ def distributed_run(site: SiteServer, paths: list[str], work: Path) -> RunResult
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=None,
-                        help="the first N pages (default: all 1,497, about four minutes)")
+                        help="the first N pages (default: all 1,497, about ten minutes)")
     parser.add_argument("--skip-distributed", action="store_true")
     args = parser.parse_args()
     pages = load_pages(args.pages)
-    bare, bare_cpu = bare_extraction_rate(pages)
+    bare = [bare_extraction_rate(pages)]
     routes = {path: (lambda handler, body=body: Reply(200, body, {"Content-Type": "text/html"}))
               for path, body in pages.items()}
     with tempfile.TemporaryDirectory() as work_dir, \
@@ -259,20 +262,28 @@ def main() -> None:
         site.routes["/feed.xml"] = lambda handler: Reply(200, feed,
                                                          {"Content-Type": "application/rss+xml"})
         results = {"embedded (SQLite)": embedded_run(site, paths, Path(work_dir))}
+        bare.append(bare_extraction_rate(pages))
         if not args.skip_distributed:
             results["distributed (Postgres + Redis, 1 worker)"] = distributed_run(
                 site, paths, Path(work_dir))
+            bare.append(bare_extraction_rate(pages))
     print(json.dumps({"pages": len(pages), "cores": os.cpu_count()}))
     print(f"{'':44} {'pages/s':>7}   {'ratio':>5}   {'CPU ms/page':>11}   {'CPU ratio':>9}")
-    print(f"{'bare extraction, all cores':44} {bare:7.1f}   1.00x   {bare_cpu * 1000:11.1f}   "
-          "    1.00x")
-    for name, result in results.items():
+    when = ("before", "after") if len(bare) == 2 else ("before", "between", "after")
+    for (rate, cpu), moment in zip(bare, when, strict=True):
+        print(f"{f'bare extraction, all cores ({moment})':44} {rate:7.1f}           "
+              f"{cpu * 1000:11.1f}")
+    for n, (name, result) in enumerate(results.items()):
+        # The baseline around this run: the bare measurements just before and just after it.
+        bare_rate = (bare[n][0] + bare[n + 1][0]) / 2
+        bare_cpu = (bare[n][1] + bare[n + 1][1]) / 2
         rate = len(pages) / result.seconds
-        print(f"{name:44} {rate:7.1f}   {rate / bare:.2f}x   {result.cpu_per_page * 1000:11.1f}   "
-              f"{bare_cpu / result.cpu_per_page:8.2f}x   peak {result.peak_mb:.0f} MB, "
-              f"last {result.tail:.1f} s after the last fetch")
+        print(f"{name:44} {rate:7.1f}   {rate / bare_rate:.2f}x   "
+              f"{result.cpu_per_page * 1000:11.1f}   {bare_cpu / result.cpu_per_page:8.2f}x   "
+              f"peak {result.peak_mb:.0f} MB, last {result.tail:.1f} s after the last fetch")
         print(f"{'':44} CPU ms/page by part: " + ", ".join(
             f"{role} {ms:.1f}" for role, ms in result.profile.items()))
+    print("ratios: against the mean of the bare runs just before and just after each run")
     print("CPU: the crawler's process tree (and the worker's), plus this process (the HTTP "
           "server), while pages were in flight; Postgres and Redis are not counted")
     print("target: full pipeline at least 0.7x the bare extraction rate")
