@@ -33,11 +33,7 @@ TERMINAL = {"success", "truncated", "under_limit", "unsuitable_content", "fetch_
 
 
 def slow_article(handler: SiteHandler) -> Reply:
-    """The first stories of each run answer in a second, the rest in three: the tests signal
-    once four rows are stored, and the rest of the run lasts several seconds after that. (With
-    a second for every story the run ended about two seconds after the fourth row, and a test
-    process held up that long on a busy machine signalled a run that had already finished.)"""
-    time.sleep(1.0 if story_number(handler.path) % TOTAL < 4 else 3.0)
+    time.sleep(1.0)  # so the run is still going when the signal comes
     return Reply(200, article(story_number(handler.path)),
                  {"Content-Type": "text/html; charset=utf-8"})
 
