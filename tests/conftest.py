@@ -26,6 +26,13 @@ PG_ADMIN_URL = os.environ.get(
 )
 REDIS_TEST_URL = os.environ.get("SLUICE_TEST_REDIS", "redis://127.0.0.1:6379/9")
 
+# Started in the background (`make test &`, a CI job), the tests inherit Ctrl-C's SIGINT
+# ignored, and so would every command they start: the Ctrl-C tests' signals would be lost and
+# their runs end on their own. Handled here, it is back at its default in every child, as in
+# a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def create_pg_database() -> str:
     """A fresh Postgres database, migrated to head; returns its URL."""

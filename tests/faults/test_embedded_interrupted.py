@@ -65,13 +65,10 @@ def site() -> Iterator[SiteServer]:
 
 
 def start_sluice(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    """`sluice ARGS` in a session of its own, as a terminal would start it: with Ctrl-C's
-    SIGINT at its default even when the tests run in the background, whose commands inherit
-    SIGINT ignored (every Ctrl-C test here then saw the run end on its own, exit 0)."""
+    """`sluice ARGS` in a session of its own, as a terminal would start it."""
     return subprocess.Popen([sys.executable, "-m", "sluice.cli", *args], env=env,
                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            text=True, start_new_session=True)
 
 
 def statuses(database_url: str) -> dict[str, str]:

@@ -456,13 +456,9 @@ def test_status_watch_piped_appends_a_snapshot_per_interval(database: str) -> No
     """Piped into a file or a log, `status --watch` prints each snapshot as it is taken (a
     live display would show nothing until it stopped), and Ctrl-C ends it cleanly."""
     lines: list[str] = []
-    # As from a terminal: Ctrl-C's signal at its default, even when this test session was
-    # started in the background (which ignores it, and children inherit that).
     with subprocess.Popen([sys.executable, "-m", "sluice.cli", "status", "--watch"],
                           env=sluice_env(database), cwd=PROJECT_ROOT, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
-                          ) as watch:
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as watch:
         assert watch.stdout is not None and watch.stderr is not None
         reader = threading.Thread(target=lambda: lines.extend(map(str.rstrip, watch.stdout)))
         reader.start()
