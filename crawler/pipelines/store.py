@@ -88,18 +88,15 @@ class StorePipeline:
             if not items:
                 return
             pending_urls = await self._write_with_retries(items)
-            if pending_urls and self.enqueue is not None:
-                await self._enqueue(pending_urls)
-
-    async def _enqueue(self, urls: list[str]) -> None:
-        assert self.enqueue is not None
-        try:
-            await asyncio.to_thread(self.enqueue, urls)
-        except Exception as exc:
-            # The rows are committed as `pending` with a lease: the sweep enqueues them
-            # again once the broker is back. Nothing is lost by carrying on.
-            logger.warning("could not enqueue %d pages for classification (%s); the sweep "
-                           "will", len(urls), type(exc).__name__)
+            if not pending_urls or self.enqueue is None:
+                return
+            try:
+                await asyncio.to_thread(self.enqueue, pending_urls)
+            except Exception as exc:
+                # The rows are committed as `pending` with a lease: the sweep enqueues them
+                # again once the broker is back. Nothing is lost by carrying on.
+                logger.warning("could not enqueue %d pages for classification (%s); the "
+                               "sweep will", len(pending_urls), type(exc).__name__)
 
     async def _write_with_retries(self, items: Sequence[Any]) -> list[str]:
         """Write a batch, waiting out a database restart (1, 2, 4, ... seconds). A batch that
