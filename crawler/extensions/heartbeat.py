@@ -14,6 +14,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task, threads
 
+from crawler.middlewares.politeness import waiting_outside_downloader
 from sluice.config import Settings, get_settings
 from sluice.frontier import CRAWLERS_KEY
 
@@ -49,7 +50,9 @@ class Heartbeat:
         assert self.crawler.stats is not None
         stats = self.crawler.stats.get_stats()
         scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
-        report = {"at": time.time(), "waiting": len(scheduler) if scheduler is not None else 0,
+        waiting = ((len(scheduler) if scheduler is not None else 0)
+                   + waiting_outside_downloader(self.crawler))
+        report = {"at": time.time(), "waiting": waiting,
                   "pages": stats.get("response_received_count", 0),
                   "items": stats.get("item_scraped_count", 0),
                   "statuses": {key.rsplit("/", 1)[-1]: value for key, value in stats.items()

@@ -31,6 +31,7 @@ from scrapy.http import Response
 from twisted.internet import error as twisted_error
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
+from crawler.middlewares.retry import RetryLater
 from sluice.config import Settings, get_settings
 from sluice.urls import host_of
 
@@ -83,7 +84,8 @@ class UnreachableSiteMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
-        if isinstance(exception, SiteUnreachable):
+        # Paused here, or parked before it got here (its site's turn had not come): no try.
+        if isinstance(exception, SiteUnreachable | RetryLater):
             return
         host = host_of(request.url)
         if not isinstance(exception, NO_ANSWER):

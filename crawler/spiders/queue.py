@@ -22,8 +22,10 @@ from typing import Any
 
 import scrapy
 from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
 from scrapy_redis.spiders import RedisSpider
 
+from crawler.middlewares.politeness import waiting_outside_downloader
 from crawler.middlewares.retry import retry_waiting
 from crawler.spiders.base import ArticleSpider
 from crawler.spiders.feeds import FeedsSpider
@@ -38,6 +40,10 @@ LEASE_FLUSH_SECONDS = 2.0
 # A URL held longer than this many leases is no longer kept alive: its request was lost
 # inside the process (or taken by another crawler), and the sweep may have it.
 HOLD_LIMIT_LEASES = 4
+# Requests waiting outside the downloader (for their site's turn, or a retry's back-off) may
+# number this many batches before the spider stops pulling the frontier: enough that other
+# sites' pages go on past a slow site's, few enough that one process does not take the frontier.
+WAITING_LIMIT_BATCHES = 4
 
 
 class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
@@ -80,8 +86,20 @@ class QueueSpider(RedisSpider, FeedsSpider):  # type: ignore[misc]
         if engine is None or engine.scheduler is None:
             return
         low = self.redis_batch_size // 2
-        if len(engine.downloader.active) < low and len(engine.scheduler) < low:
+        if (len(engine.downloader.active) < low and len(engine.scheduler) < low
+                and not self._waiting_full()):
             self.schedule_next_requests()
+
+    def spider_idle(self) -> None:
+        """Idle, but with the limit of requests waiting outside the downloader reached: wait
+        for them rather than pull more of the frontier."""
+        if self._waiting_full():
+            raise DontCloseSpider
+        super().spider_idle()
+
+    def _waiting_full(self) -> bool:
+        return (waiting_outside_downloader(self.crawler)
+                >= WAITING_LIMIT_BATCHES * self.redis_batch_size)
 
     def make_request_from_data(self, data: bytes) -> scrapy.Request | list[Any]:
         try:

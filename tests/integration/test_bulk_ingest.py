@@ -302,6 +302,50 @@ def test_two_crawlers_keep_to_a_robots_crawl_delay_together(
     assert len(paced.fetched) == 8 and min(gaps) > 0.75, gaps  # a margin for a loaded machine
 
 
+class Noted:
+    """A site with no delay; notes when each page is fetched."""
+
+    def __init__(self) -> None:
+        self.fetched: list[float] = []
+
+    def route(self, handler: SiteHandler) -> Reply:
+        self.fetched.append(time.monotonic())
+        return Reply(200, article(story_number(handler.path)), {"Content-Type": "text/html"})
+
+
+def test_pages_waiting_for_a_slow_site_do_not_hold_up_another_sites(
+    pg_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """A site that asks for seconds between requests holds none of the crawler's download
+    slots while its pages wait for their turn: another site's pages, queued behind them, are
+    fetched meanwhile, and the slow site still gets its delay."""
+    paced, quick = Paced(), Noted()
+    slow_routes = {"/robots.txt": paced.robots, "/news/*": paced.route}
+    with (SiteServer(Path("/nonexistent"), routes=slow_routes) as slow_site,
+          SiteServer(Path("/nonexistent"), routes={"/news/*": quick.route}) as quick_site):
+        # Four download slots, all of them taken by the slow site's first pages at first.
+        env = sluice_env(pg_url, redis_url, SLUICE_FETCH__MAX_CRAWL_DELAY="3",
+                         SLUICE_FETCH__CONCURRENCY="4", SLUICE_BROWSER__RENDER="never",
+                         SLUICE_EXTRACT_WORKERS="1")
+        ingest_urls((slow_site.url(story_path(number)) for number in range(5)), env, tmp_path)
+        # Another host (the same address), so the slow site's delay is not its own.
+        ingest_urls((quick_site.url(story_path(number)).replace("127.0.0.1", "localhost")
+                     for number in range(100, 108)), env, tmp_path)
+        crawler = Crawler(env)
+        try:
+            assert wait_until(lambda: status_counts(pg_url).get("queued", 0) == 0
+                              and len(paced.fetched) == 5, timeout=120, interval=0.5)
+        finally:
+            crawler.stop()
+    # Without the wait outside the downloader, the quick site's pages would have waited for
+    # the slow site's first four (nine seconds at least).
+    assert len(quick.fetched) == 8 and max(quick.fetched) < paced.fetched[2], (
+        [round(t - paced.fetched[0], 1) for t in quick.fetched])
+    gaps = [later - earlier for earlier, later in pairwise(paced.fetched)]
+    assert min(gaps) > 2.5, gaps  # a margin for a loaded machine
+    assert status_counts(pg_url) == {"pending": 13}  # every page stored, none failed
+
+
 class Flaky:
     """Fails with 503 until `healed`, then serves the article."""
 
