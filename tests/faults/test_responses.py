@@ -121,16 +121,26 @@ def test_hostile_robots_txt_never_stops_the_crawl(pg_url: str, tmp_path: Path,
         assert "Traceback" not in stats["_stderr"], stats["_stderr"][-3000:]
 
 
-def test_robots_crawl_delay_is_kept_up_to_its_cap(pg_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["embedded", "with-redis"])
+def test_robots_crawl_delay_is_kept_up_to_its_cap(pg_url: str, tmp_path: Path, shared: bool,
+                                                  request: pytest.FixtureRequest) -> None:
     """A site whose robots.txt asks for an hour between requests gets the longest delay Sluice
-    grants (set to 1.5 s here): no two of its pages are fetched closer together, and all are."""
+    grants (set to 1.5 s here): no two of its pages are fetched closer together, and all are.
+    With Redis, the pages waiting for their turn wait outside the downloader, and the crawl
+    stays open until they are fetched."""
+    redis_url = request.getfixturevalue("redis_url") if shared else None
     with HostileServer(robots="crawl-delay") as server:
         urls = [server.url(f"/html/paced-{number}") for number in range(4)]
-        stats = crawl_urls(urls, fault_env(pg_url, SLUICE_FETCH__MAX_CRAWL_DELAY="1.5"),
-                           tmp_path, log_level="INFO")
+        env = fault_env(pg_url, redis_url, SLUICE_FETCH__MAX_CRAWL_DELAY="1.5")
+        stats = crawl_urls(urls, env, tmp_path, log_level="INFO")
         rows = all_rows(pg_url)
         fetched = [at for at, path in server.requests if path.startswith("/html/")]
-    assert [status_of(rows[url]) for url in urls] == [("success", None)] * 4
+    # With Redis, the rows wait for a worker to classify them.
+    stored = ("pending", None) if shared else ("success", None)
+    assert stats["finish_reason"] == "finished"
+    assert [status_of(rows[url]) for url in urls] == [stored] * 4
+    if shared:  # each page after the first waited its turn outside the downloader
+        assert stats.get("sluice/politeness/parked", 0) >= 3, stats
     gaps = [later - earlier for earlier, later in pairwise(fetched)]
     assert len(fetched) == 4 and min(gaps) > 1.2, gaps  # a margin for a loaded machine
     assert "asks for 3600 s between requests (robots.txt Crawl-delay): waiting 1.5 s" in \
