@@ -195,12 +195,11 @@ class SharedPolitenessMiddleware:
         now = loop.time()
         if wait < 0:
             due = now + BUSY_PARK_SECONDS
-        elif request.meta.get("sluice_parked"):
-            due = now + wait
         else:
-            due = max(now + wait, self.last_due.get(host, 0.0) + delay)
-        if wait >= 0:
-            self.last_due[host] = max(self.last_due.get(host, 0.0), due)
+            last = self.last_due.get(host, 0.0)
+            sent_again = request.meta.get("sluice_parked")
+            due = now + wait if sent_again else max(now + wait, last + delay)
+            self.last_due[host] = max(last, due)
         again = request.replace(dont_filter=True)  # the duplicate filter has seen it
         again.meta["sluice_parked"] = True
         handle = loop.call_at(due, self._send, host, again)
