@@ -31,12 +31,14 @@ from scrapy.http import Response
 from twisted.internet import error as twisted_error
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
-from crawler.middlewares.retry import RetryLater
 from sluice.config import Settings, get_settings
 from sluice.urls import host_of
 
 logger = logging.getLogger(__name__)
 
+# Marks the request that probes a paused site (a request that failed before it got here,
+# parked or refused, is not the probe, and its failure says nothing of the site).
+PROBE = "sluice_probe"
 # Attempts that got nothing back from the server.
 NO_ANSWER = (DownloadTimeoutError, DownloadConnectionRefusedError, DownloadFailedError,
              twisted_error.TimeoutError, twisted_error.ConnectError, twisted_error.ConnectionLost,
@@ -78,18 +80,20 @@ class UnreachableSiteMiddleware:
             raise SiteUnreachable(f"{host} did not answer {site.failures} attempts in a row; "
                                   "paused")
         site.probing = True  # this request is the probe; the others wait for its outcome
+        request.meta[PROBE] = True
 
     def process_response(self, request: Request, response: Response) -> Response:
+        request.meta.pop(PROBE, None)
         self.sites.pop(host_of(request.url), None)  # an answer, whatever its status
         return response
 
     def process_exception(self, request: Request, exception: BaseException) -> None:
-        # Paused here, or parked before it got here (its site's turn had not come): no try.
-        if isinstance(exception, SiteUnreachable | RetryLater):
+        probe = request.meta.pop(PROBE, False)
+        if isinstance(exception, SiteUnreachable):
             return
         host = host_of(request.url)
         if not isinstance(exception, NO_ANSWER):
-            if (site := self.sites.get(host)) is not None:
+            if probe and (site := self.sites.get(host)) is not None:
                 site.probing = False  # the probe ended without a verdict: the next one probes
             return
         site = self.sites.setdefault(host, _Site())

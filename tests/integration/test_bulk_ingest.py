@@ -302,24 +302,13 @@ def test_two_crawlers_keep_to_a_robots_crawl_delay_together(
     assert len(paced.fetched) == 8 and min(gaps) > 0.75, gaps  # a margin for a loaded machine
 
 
-class Noted:
-    """A site with no delay; notes when each page is fetched."""
-
-    def __init__(self) -> None:
-        self.fetched: list[float] = []
-
-    def route(self, handler: SiteHandler) -> Reply:
-        self.fetched.append(time.monotonic())
-        return Reply(200, article(story_number(handler.path)), {"Content-Type": "text/html"})
-
-
 def test_pages_waiting_for_a_slow_site_do_not_hold_up_another_sites(
     pg_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     """A site that asks for seconds between requests holds none of the crawler's download
     slots while its pages wait for their turn: another site's pages, queued behind them, are
     fetched meanwhile, and the slow site still gets its delay."""
-    paced, quick = Paced(), Noted()
+    paced, quick = Paced(), Paced()  # the quick site serves no robots.txt: no delay
     slow_routes = {"/robots.txt": paced.robots, "/news/*": paced.route}
     with (SiteServer(Path("/nonexistent"), routes=slow_routes) as slow_site,
           SiteServer(Path("/nonexistent"), routes={"/news/*": quick.route}) as quick_site):
